@@ -1,0 +1,49 @@
+"""The `trex` command: a typer root with one sub-app per command group.
+
+Command modules import only typer and the standard library at module level, so `trex --help`
+answers at once; the heavy imports (torch, pyomo, datasets) happen inside the commands.
+User mistakes raise ValueError (or FileNotFoundError) with a message that names the fix; they are
+printed without a traceback (set TREX_DEBUG=1 to see it) and exit with status 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from trex_cli.commands import data, eval as eval_command, plan, run, synth, train
+from trex_cli.console import USER_ERRORS, err
+
+app = typer.Typer(
+    name="trex",
+    help="Post-train DeepSeek-V4 MoE models for Operations Research: "
+    "synth -> data -> train -> eval, and plan SuperPOD layouts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command("synth")(synth.synth)
+app.add_typer(data.app, name="data")
+app.add_typer(train.app, name="train")
+app.add_typer(eval_command.app, name="eval")
+app.add_typer(plan.app, name="plan")
+app.command("run")(run.run)
+
+
+def main() -> None:
+    """Console-script entry point: turn user errors into one clear line on stderr."""
+    try:
+        app()
+    except USER_ERRORS as error:
+        if os.environ.get("TREX_DEBUG"):
+            raise
+
+        err.print(f"[red]error:[/red] {error}", highlight=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

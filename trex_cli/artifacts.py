@@ -1,0 +1,191 @@
+"""Stage folders and their manifests.
+
+A stage folder is complete when its `manifest.json` exists; the manifest is written last, by atomic
+rename. It records what the folder holds (counts), the resolved recipe section, the manifests it was
+built from (by SHA-256: the lineage), package versions and wall time. A stage refuses an input folder
+without a manifest; re-running a finished stage with the same settings and inputs is a no-op unless
+`force`; a folder with a `stage.json` but no manifest is an interrupted run, which the stage resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+STAGE_STATE = "stage.json"
+TRACKED_PACKAGES = ("trex", "torch", "pyomo", "highspy", "datasets", "tokenizers", "transformers", "numpy")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_json(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def package_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {"python": platform.python_version()}
+    for name in TRACKED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def read_manifest(folder: Path, stage: str | None = None) -> dict:
+    """The manifest of a finished stage folder; a clear error when there is none."""
+    folder = Path(folder)
+    manifest_path = folder / MANIFEST
+    hint = f"run `trex {stage}` first, or let it finish" if stage else "let its stage finish"
+    if not folder.exists():
+        raise FileNotFoundError(f"{folder} does not exist ({hint})")
+    if not manifest_path.is_file():
+        raise ValueError(f"{folder} has no {MANIFEST}: it is not a finished trex stage folder ({hint})")
+    manifest = json.loads(manifest_path.read_text())
+    if stage and not str(manifest.get("stage", "")).startswith(stage):
+        raise ValueError(f"{folder} holds a '{manifest.get('stage')}' stage, not '{stage}'")
+    return manifest
+
+
+class StageState(Enum):
+    FRESH = "fresh"  # nothing there yet: start from the beginning
+    RESUME = "resume"  # an interrupted run with the same settings: continue it
+    DONE = "done"  # finished with the same settings and inputs: nothing to do
+
+
+@dataclass
+class StageFolder:
+    """One stage's output folder. Call `prepare()` first, `finish()` last.
+
+    `config` is the resolved settings that decide the output (a plain dict); `inputs` are the stage
+    folders it reads, each of which must hold a manifest.
+    """
+
+    path: Path
+    stage: str
+    config: dict
+    inputs: list[Path] = field(default_factory=list)
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        self.inputs = [Path(p) for p in self.inputs]
+        self._started = time.time()
+
+    def input_lineage(self) -> list[dict]:
+        lineage = []
+        for folder in self.inputs:
+            manifest = read_manifest(folder)
+            lineage.append(
+                {
+                    "path": str(folder),
+                    "stage": manifest.get("stage"),
+                    "manifest_sha256": sha256_file(folder / MANIFEST),
+                    "fingerprint": manifest.get("fingerprint"),
+                }
+            )
+        return lineage
+
+    @property
+    def fingerprint(self) -> str:
+        """What decides the output: stage, settings, and the fingerprints of the inputs."""
+        inputs = [entry["fingerprint"] for entry in self.input_lineage()]
+        return sha256_json({"stage": self.stage, "config": self.config, "inputs": inputs})
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    def prepare(self) -> StageState:
+        """Decide fresh / resume / done; with `force`, wipe the folder and start fresh."""
+        fingerprint = self.fingerprint  # also refuses inputs without a manifest
+        if self.force and self.path.exists():
+            shutil.rmtree(self.path)
+        if self.manifest_path.is_file():
+            manifest = json.loads(self.manifest_path.read_text())
+            if manifest.get("fingerprint") == fingerprint:
+                return StageState.DONE
+            raise ValueError(
+                f"{self.path} holds a finished {self.stage} built with other settings or inputs; "
+                "pass --force to rebuild it, or choose another output folder"
+            )
+        state_path = self.path / STAGE_STATE
+        if state_path.is_file():
+            state = json.loads(state_path.read_text())
+            if state.get("fingerprint") != fingerprint:
+                raise ValueError(
+                    f"{self.path} holds an interrupted {self.stage} started with other settings or inputs; "
+                    "pass --force to start it again, or choose another output folder"
+                )
+            return StageState.RESUME
+        if self.path.exists() and any(self.path.iterdir()):
+            raise ValueError(
+                f"{self.path} is not empty and is not a trex {self.stage} folder; "
+                "choose another output folder or pass --force to replace it"
+            )
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(state_path, {"stage": self.stage, "fingerprint": fingerprint, "started": self._started})
+        return StageState.FRESH
+
+    def finish(self, counts: dict | None = None, extra: dict | None = None) -> dict:
+        """Write the manifest, last, by atomic rename."""
+        state_path = self.path / STAGE_STATE
+        started = self._started
+        if state_path.is_file():
+            started = json.loads(state_path.read_text()).get("started", started)
+        manifest = {
+            "stage": self.stage,
+            "fingerprint": self.fingerprint,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "config": self.config,
+            "inputs": self.input_lineage(),
+            "counts": counts or {},
+            "versions": package_versions(),
+            "wall_time_s": round(time.time() - self._started, 3),
+            "first_started": started,
+        }
+        if extra:
+            manifest.update(extra)
+        write_json_atomic(self.manifest_path, manifest)
+        return manifest
+
+    def read(self) -> dict:
+        return read_manifest(self.path, self.stage)
