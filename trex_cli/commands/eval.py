@@ -1,5 +1,229 @@
-"""`trex eval`: being written (see the open issue for this command group)."""
+"""`trex eval`: zero-shot Pass@1 on OR modeling benchmarks, programs run in a sandbox and graded under
+every published rule; `trex eval regrade` re-grades recorded predictions; `trex eval compare` lists
+per-item wins and losses between two evals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="(being written)", no_args_is_help=True)
+from trex_cli.console import out, user_errors
+
+app = typer.Typer(
+    help="Zero-shot Pass@1 on OR modeling benchmarks (run an eval; regrade; compare).",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+# command-line flag -> [eval] key; a flag given on the command line beats the recipe
+FLAG_KEYS = (
+    "benchmark_dir", "question_field", "answer_field", "id_field", "limit", "backend", "endpoint", "model",
+    "checkpoint", "completions", "prompt", "solver_library", "temperature", "top_p", "max_tokens", "seed",
+    "samples", "concurrency", "timeout", "memory_mb", "workers", "isolation", "rule",
+)  # fmt: skip
+
+
+@app.callback()
+@user_errors
+def eval_command(
+    context: typer.Context,
+    benchmark: Annotated[
+        list[str] | None,
+        typer.Option("--benchmark", "-b", help="Benchmark name (nl4opt, optibench, b4o-feasible, industryor, mamo-easy, "
+                     "mamo-complex, optmath, synth, ...) or a JSON / JSONL file; repeat for several."),
+    ] = None,
+    benchmark_dir: Annotated[str | None, typer.Option(help="Folder the benchmark names are resolved in (else $TREX_BENCHMARK_DIR).")] = None,
+    backend: Annotated[str | None, typer.Option(help="Where completions come from: openai, hf, file or gold.")] = None,
+    endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint (default: the first it lists).")] = None,
+    checkpoint: Annotated[str | None, typer.Option(help="hf backend: a trex HF export folder.")] = None,
+    completions: Annotated[str | None, typer.Option(help="file backend: JSONL with id, completion (and sample).")] = None,
+    prompt: Annotated[str | None, typer.Option(help="Prompt style: trex, trex-paper, or a template file with {question}.")] = None,
+    solver_library: Annotated[str | None, typer.Option(help="What the prompt asks programs to use: pyomo or gurobipy.")] = None,
+    samples: Annotated[int | None, typer.Option(help="Completions per item (pass@k for k up to this).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature (paper: 0.6).")] = None,
+    top_p: Annotated[float | None, typer.Option(help="Top-p (paper: 1.0).")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Most new tokens per completion (paper: 9600).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed; sample i uses seed + i.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Requests in flight (openai backend).")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per program (paper: 360).")] = None,
+    memory_mb: Annotated[int | None, typer.Option(help="Address space a program may add, in MiB.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Programs run at once (0 = twice the CPU cores).")] = None,
+    isolation: Annotated[str | None, typer.Option(help="auto, bwrap (require bubblewrap) or process (limits only).")] = None,
+    question_field: Annotated[str | None, typer.Option(help="Field holding the question, for other layouts.")] = None,
+    answer_field: Annotated[str | None, typer.Option(help="Field holding the reference answer, for other layouts.")] = None,
+    id_field: Annotated[str | None, typer.Option(help="Field holding the item id (default: id, else the position).")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many items per benchmark (0 = all).")] = None,
+    rule: Annotated[str | None, typer.Option(help="Headline rule: strict, trex-paper, orlm, sirl, opt-engine, optibench.")] = None,
+    allow_code_execution: Annotated[
+        bool, typer.Option("--allow-code-execution", help="Allow running the generated programs (or TREX_ALLOW_CODE_EXECUTION=1).")
+    ] = False,
+    name: Annotated[str | None, typer.Option(help="Name of this eval: its folder is <run dir>/eval/<name>.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (overrides <run dir>/eval/<name>).")] = None,
+    synth_dir: Annotated[Path | None, typer.Option(help="A synth folder whose eval split the name 'synth' means.")] = None,
+    recipe: Annotated[Path | None, typer.Option(help="Recipe TOML whose [eval] table holds the defaults.")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a recipe key, e.g. --set eval.samples=4.")] = None,
+    force: Annotated[bool, typer.Option(help="Start again even when the folder holds a finished or other eval.")] = False,
+) -> None:
+    """Run an eval: generate completions, run each program in the sandbox, grade under every rule,
+    and write samples.jsonl, results.json, report.md and a chart to <run dir>/eval/<name>."""
+    if context.invoked_subcommand is not None:
+        return
+    from trex_cli.evaluate.runner import run_eval
+    from trex_cli.recipe import load_recipe
+
+    loaded = load_recipe(recipe, set_)
+    config = loaded.section("eval")
+    given = {key: value for key, value in locals().items() if key in FLAG_KEYS and value is not None}
+    if benchmark:
+        given["benchmarks"] = [part for spec in benchmark for part in spec.split(",") if part]
+    if allow_code_execution:
+        given["allow_code_execution"] = True
+    config = _with_overrides(config, given)
+    eval_name = name or _default_name(config)
+    folder = out_dir or loaded.run_dir / "eval" / eval_name
+    if synth_dir is None and "synth" in [b.lower() for b in config.benchmarks]:
+        candidate = loaded.run_dir / "synth"
+        synth_dir = candidate if candidate.is_dir() else None
+    results = run_eval(config, folder, name=eval_name, synth_dir=synth_dir, force=force)
+    _print_summary(results, folder)
+
+
+def _with_overrides(config, given: dict):
+    import dataclasses
+
+    from trex_cli.recipe import build_dataclass
+
+    table = dataclasses.asdict(config)
+    table.update(given)
+    return build_dataclass(type(config), table, "trex eval")
+
+
+def _default_name(config) -> str:
+    detail = {
+        "openai": config.model or "endpoint",
+        "hf": Path(config.checkpoint).parent.name if config.checkpoint else "",
+        "file": Path(config.completions).stem if config.completions else "",
+        "gold": "reference",
+    }.get(config.backend, "")
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in detail)
+    return f"{config.backend}-{safe}" if safe else config.backend
+
+
+def _print_summary(results: dict, folder: Path) -> None:
+    from rich.table import Table
+
+    headline = results["headline_rule"]
+    table = Table(title=f"Pass@1 (%) by rule; headline: {headline}")
+    table.add_column("benchmark")
+    table.add_column("items", justify="right")
+    rules = list(next(iter(results["scores"].values()))["rules"]) if results["scores"] else []
+    for rule in rules:
+        table.add_column(rule, justify="right")
+    for benchmark, score in results["scores"].items():
+        cells = [
+            f"{100 * score['rules'][r]['pass@1']:.2f} ± {100 * score['rules'][r]['pass@1_stderr']:.2f}" for r in rules
+        ]
+        table.add_row(benchmark, str(score["items"]), *cells)
+    out.print(table)
+    out.print(f"report: {folder / 'report.md'}")
+
+
+@app.command("regrade")
+@user_errors
+def regrade(
+    file: Annotated[Path, typer.Argument(help="Recorded predictions: a trex samples.jsonl, or any JSON / JSONL file.")],
+    rule: Annotated[str, typer.Option(help="Rule to report first (every rule is computed).")] = "strict",
+    pred_field: Annotated[str | None, typer.Option(help="Field with the predicted objective (a number or 'No Best Solution').")] = None,
+    answer_field: Annotated[str | None, typer.Option(help="Field with the reference answer.")] = None,
+    output: Annotated[Path | None, typer.Option(help="Write the regraded records here (JSONL).")] = None,
+) -> None:
+    """Re-grade recorded predictions without running anything. A trex samples.jsonl is regraded from its
+    recorded solver status and objectives; other files need --pred-field and --answer-field (a
+    predicted number there counts as an optimal solve, since published files record no status)."""
+    import json
+
+    from rich.table import Table
+
+    from trex_cli.evaluate.benchmarks import read_records
+    from trex_cli.evaluate.grading import RULES, Prediction, check_rule_name, parse_answer, verdicts
+    from trex_cli.evaluate.runner import prediction_from_record
+
+    check_rule_name(rule)
+    if not file.is_file():
+        raise FileNotFoundError(f"{file} not found")
+    records = read_records(file)
+    if not records:
+        raise ValueError(f"{file}: holds no records")
+    own_format = pred_field is None and "verdicts" in records[0][1]
+    if not own_format and not (pred_field and answer_field):
+        raise ValueError(f"{file}: not a trex samples.jsonl; pass --pred-field and --answer-field")
+    correct = {name: 0 for name in RULES}
+    graded = []
+    for line, record in records:
+        where = f"{file}:{line}"
+        raw_answer = record.get("answer") if own_format else record.get(answer_field)
+        if not own_format and answer_field not in record:
+            raise ValueError(f"{where}: no field {answer_field!r} (--answer-field); fields: {', '.join(record)}")
+        if not own_format and pred_field not in record:
+            raise ValueError(f"{where}: no field {pred_field!r} (--pred-field); fields: {', '.join(record)}")
+        try:
+            truth = parse_answer(raw_answer)
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        if truth is None:
+            raise ValueError(f"{where}: no reference answer")
+        prediction = prediction_from_record(record) if own_format else Prediction.from_value(record[pred_field])
+        result = verdicts(prediction, truth)
+        if own_format and not record.get("program"):
+            result = {name: False for name in result}
+        for name, ok in result.items():
+            correct[name] += ok
+        graded.append({**record, "verdicts": result})
+    table = Table(title=f"{file}: {len(graded)} records regraded")
+    table.add_column("rule")
+    table.add_column("correct", justify="right")
+    table.add_column("Pass@1 (%)", justify="right")
+    for name in [rule] + [r for r in RULES if r != rule]:
+        table.add_row(name + (" *" if name == rule else ""), str(correct[name]), f"{100 * correct[name] / len(graded):.2f}")
+    out.print(table)
+    if output is not None:
+        from trex_cli.artifacts import write_text_atomic
+
+        write_text_atomic(output, "".join(json.dumps(r) + "\n" for r in graded))
+        out.print(f"regraded records: {output}")
+
+
+@app.command("compare")
+@user_errors
+def compare_command(
+    first: Annotated[Path, typer.Argument(help="Eval folder (or samples.jsonl) A.")],
+    second: Annotated[Path, typer.Argument(help="Eval folder (or samples.jsonl) B.")],
+    rule: Annotated[str, typer.Option(help="Rule the comparison uses.")] = "strict",
+    show: Annotated[int, typer.Option(help="List at most this many wins and losses each.")] = 20,
+) -> None:
+    """Per-item wins (A right, B wrong) and losses (A wrong, B right) between two evals."""
+    from rich.table import Table
+
+    from trex_cli.evaluate.grading import check_rule_name
+    from trex_cli.evaluate.report import compare, load_sample_records
+
+    check_rule_name(rule)
+    result = compare(load_sample_records(first), load_sample_records(second), rule)
+    out.print(
+        f"rule {rule}: {result['shared_items']} shared items; A {100 * result['pass@1_a']:.2f}% vs "
+        f"B {100 * result['pass@1_b']:.2f}%; A wins {len(result['wins'])}, loses {len(result['losses'])}, "
+        f"both right {result['both_correct']}, both wrong {result['both_wrong']}"
+        + (f"; only in A {result['only_in_a']}, only in B {result['only_in_b']}" if result["only_in_a"] or result["only_in_b"] else "")
+    )
+    for title, rows in (("wins (A better)", result["wins"]), ("losses (B better)", result["losses"])):
+        if not rows:
+            continue
+        table = Table(title=title)
+        for column in ("benchmark", "item", "A", "B"):
+            table.add_column(column)
+        for row in rows[:show]:
+            table.add_row(row["benchmark"], row["item_id"], f"{row['a']:.2f}", f"{row['b']:.2f}")
+        out.print(table)

@@ -1,5 +1,145 @@
-"""`trex synth`: being written (issue 2)."""
+"""`trex synth`: synthesize solver-verified OR problems, CPT documents, SFT samples and a held-out eval
+split (data_synth.pipeline does the work; this module parses flags and shows progress)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trex_cli.console import err, out, user_errors
+
+DIFFICULTIES = ("small", "medium", "large")
 
 
-def synth() -> None:
-    """(being written)"""
+def _difficulty_weights(text: str) -> dict[str, float]:
+    """"small", "small,medium" (equal weights) or "small=0.5,large=0.5" -> weights."""
+    weights: dict[str, float] = {}
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        name, _, weight = part.partition("=")
+        name = name.strip()
+        if name not in DIFFICULTIES:
+            raise ValueError(f"--difficulty {text!r}: unknown difficulty {name!r}; use {', '.join(DIFFICULTIES)}, "
+                             "optionally with weights (small=0.6,medium=0.4)")
+        try:
+            weights[name] = float(weight) if weight else 1.0
+        except ValueError:
+            raise ValueError(f"--difficulty {text!r}: weight {weight!r} of {name} is not a number") from None
+    if not weights:
+        raise ValueError("--difficulty is empty; use e.g. --difficulty small,medium")
+    return weights
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _overrides_from_flags(**flags) -> list[str]:
+    """CLI flags as `--set synth.key=value` overrides (a flag beats the recipe; the saved resolved
+    recipe then shows what really ran)."""
+    overrides = []
+    for key, value in flags.items():
+        if value is None:
+            continue
+        overrides.append(f"synth.{key}={json.dumps(value)}" if not isinstance(value, dict) else
+                         f"synth.{key}={{" + ", ".join(f"{k} = {v!r}" for k, v in value.items()) + "}")
+    return overrides
+
+
+def _summary_table(result) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"trex synth: {result.out}")
+    for column in ("family", "train", "eval", "infeasible", "rejected", "top reject reason"):
+        table.add_column(column, justify="left" if column in ("family", "top reject reason") else "right",
+                         no_wrap=column == "family")
+    totals = {"train": 0, "eval": 0, "infeasible": 0, "rejected": 0}
+    for family, counts in sorted(result.per_family.items()):
+        rejects = {key.split(":", 1)[1]: value for key, value in counts.items() if key.startswith("reject:")}
+        row = {"train": counts.get("train_kept", 0), "eval": counts.get("eval_kept", 0),
+               "infeasible": counts.get("infeasible", 0), "rejected": sum(rejects.values())}
+        for key in totals:
+            totals[key] += row[key]
+        top = max(rejects.items(), key=lambda item: item[1]) if rejects else None
+        table.add_row(family, *(str(row[k]) for k in ("train", "eval", "infeasible", "rejected")),
+                      f"{top[0]} ({top[1]})" if top else "")
+    table.add_section()
+    table.add_row("total", *(str(totals[k]) for k in ("train", "eval", "infeasible", "rejected")), "")
+    out.print(table)
+
+
+@user_errors
+def synth(
+    recipe: Annotated[Path | None, typer.Option("--recipe", help="Recipe TOML; its \\[synth] table gives the defaults.")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a recipe key, e.g. --set synth.n=200 (repeatable).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder (default: <run dir>/synth).")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Verified training problems to keep.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the candidate streams (same seed, same records).")] = None,
+    families: Annotated[str | None, typer.Option("--families", help="Comma-separated families (default: all).")] = None,
+    holdout_families: Annotated[str | None, typer.Option("--holdout-families", help="Comma-separated families kept out of training (still in eval).")] = None,
+    difficulty: Annotated[str | None, typer.Option("--difficulty", help="small, medium, large, a comma list, or weights: small=0.6,medium=0.4.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Worker processes (each with its own program runner).")] = None,
+    eval_n: Annotated[int | None, typer.Option("--eval-n", help="Verified held-out eval items (disjoint seed stream).")] = None,
+    infeasible_share: Annotated[float | None, typer.Option("--infeasible-share", help="Share of deliberately infeasible, labelled candidates.")] = None,
+    teacher_endpoint: Annotated[str | None, typer.Option("--teacher-endpoint", help="OpenAI-compatible base URL (…/v1) for statement rewrites.")] = None,
+    teacher_model: Annotated[str | None, typer.Option("--teacher-model", help="Model name for the teacher endpoint.")] = None,
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Run folder (default: runs/<recipe name>).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the folder is finished.")] = False,
+    show_progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar on stderr.")] = True,
+) -> None:
+    """Synthesize solver-verified OR problems (each checked five ways) with CPT documents, SFT samples and
+    a held-out eval split."""
+    from trex_cli.recipe import load_recipe
+
+    flag_overrides = _overrides_from_flags(
+        n=n, seed=seed, eval_n=eval_n, workers=workers, infeasible_share=infeasible_share,
+        families=_names(families) if families is not None else None,
+        holdout_families=_names(holdout_families) if holdout_families is not None else None,
+        difficulty=_difficulty_weights(difficulty) if difficulty is not None else None,
+        teacher_endpoint=teacher_endpoint, teacher_model=teacher_model,
+    )
+    loaded = load_recipe(recipe, list(overrides or []) + flag_overrides)
+    config = loaded.section("synth")
+    target = out_dir or (Path(config.out) if config.out else (run_dir or loaded.run_dir) / "synth")
+    result = run_synth_stage(loaded, target, force=force, show_progress=show_progress)
+    if result.state == "done":
+        out.print(f"{target}: already done (pass --force to rebuild)")
+        return
+    _summary_table(result)
+    reasons = result.summary.get("reject_reasons", {})
+    this_run = result.summary.get("this_run", {})
+    out.print(f"kept {result.counts['problems']} training problems from {result.counts['families']} families and "
+              f"{result.counts['eval_items']} eval items; {result.counts['rejects']} rejects "
+              f"({', '.join(f'{k} {v}' for k, v in reasons.items()) or 'none'}); "
+              f"{this_run.get('verified_per_s') or 0:.1f} verified problems/s; wrote {target}")
+
+
+def run_synth_stage(loaded, target: Path, force: bool = False, show_progress: bool = True):
+    """Run the synth stage of a loaded recipe into `target` with a progress bar (also used by `trex run`)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from data_synth.pipeline import run_synth
+
+    config = loaded.section("synth")
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:.1f} problems/s"), TextColumn("rejects {task.fields[rejects]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err, disable=not show_progress, transient=False) as progress:
+        tasks: dict[str, int] = {}
+        started: dict[str, float] = {}
+
+        def on_progress(update) -> None:
+            import time
+
+            if update.split not in tasks:
+                tasks[update.split] = progress.add_task(f"synth {update.split}", total=update.target,
+                                                        rate=0.0, rejects=0)
+                started[update.split] = (time.perf_counter(), update.kept)
+            since, resumed = started[update.split]
+            elapsed = max(time.perf_counter() - since, 1e-9)
+            progress.update(tasks[update.split], completed=update.kept, rejects=update.rejected,
+                            rate=(update.kept - resumed) / elapsed if update.candidates else 0.0)
+
+        return run_synth(config, target, force=force, on_progress=on_progress, recipe=loaded)

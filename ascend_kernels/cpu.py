@@ -1,0 +1,492 @@
+"""The `cpu` backend: implementations that beat the reference on CPU tensors, each held to it by tests.
+
+Measured choices (see benchmarks/bench_kernels.py for the side-by-side numbers):
+- elementwise chains (RMSNorm, RoPE, clamped SwiGLU): the reference maths compiled with torch.compile
+  (Inductor fuses each chain, forward and backward, into one vectorized loop); a process that cannot
+  compile falls back to the eager reference once, with a warning;
+- Sinkhorn: the same maths with the tokens moved to the last, contiguous axis, so the 20 rounds of
+  4-wide row and column sums become whole-vector additions instead of tiny strided reductions;
+- sparse attention and indexer scoring: chunked over queries with a hand-written backward that
+  recomputes each chunk, so no [B, H, S, S] or [B, S, H, T] tensor is ever held;
+- linear + cross-entropy: in vocabulary slices with an online log-sum-exp, gradients formed slice by
+  slice during the forward, so the [N, V] logits never exist in full;
+- grouped matmul: torch._grouped_mm (bf16 and fp32), whose backward needs a contiguous gradient.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from ascend_kernels import buffers, reference
+from ascend_kernels.registry import register
+
+logger = logging.getLogger("ascend_kernels")
+
+# Compile once for every shape: these functions see many sequence lengths and batch sizes.
+_COMPILE_OPTIONS = {"dynamic": True, "fullgraph": True}
+
+
+class _CompiledOrEager:
+    """A function compiled on first use; if compilation fails (no C compiler, unsupported platform) it
+    logs once and runs the eager function from then on."""
+
+    def __init__(self, function):
+        self.function = function
+        self.compiled = None
+        self.failed = False
+
+    def __call__(self, *args):
+        if not self.failed:
+            if self.compiled is None:
+                self.compiled = torch.compile(self.function, **_COMPILE_OPTIONS)
+            try:
+                return self.compiled(*args)
+            except Exception as error:  # inductor/dynamo raise many types; any means "run eager"
+                self.failed = True
+                logger.warning(
+                    "ascend_kernels: torch.compile failed for %s (%s: %s); using the eager reference",
+                    self.function.__name__,
+                    type(error).__name__,
+                    str(error).splitlines()[0] if str(error) else "",
+                )
+        return self.function(*args)
+
+
+def _plain(*tensors: torch.Tensor | None) -> bool:
+    # Tensor subclasses (DTensor under tensor parallelism) go to the reference, which composes with them.
+    return all(t is None or type(t) in (torch.Tensor, torch.nn.Parameter) for t in tensors)
+
+
+def _weighted_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return reference.rms_norm(x, weight, eps)
+
+
+def _unweighted_rms_norm(x: torch.Tensor, eps: float) -> torch.Tensor:
+    return reference.rms_norm(x, None, eps)
+
+
+_compiled_weighted_rms_norm = _CompiledOrEager(_weighted_rms_norm)
+_compiled_unweighted_rms_norm = _CompiledOrEager(_unweighted_rms_norm)
+
+
+@register("rms_norm", "cpu")
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+    if not _plain(x, weight) or x.dtype == torch.float64:
+        return reference.rms_norm(x, weight, eps)
+    # One compiled graph per tensor rank is avoided by folding the leading dims.
+    flat = x.reshape(-1, x.shape[-1])
+    if weight is None:
+        return _compiled_unweighted_rms_norm(flat, eps).view(x.shape)
+    return _compiled_weighted_rms_norm(flat, weight, eps).view(x.shape)
+
+
+def _rope_bshd(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    return reference.apply_rope(x, cos, sin)
+
+
+_compiled_rope = _CompiledOrEager(_rope_bshd)
+
+
+class _Rope(torch.autograd.Function):
+    """The rotation is orthogonal, so its backward is the same compiled kernel with the sine negated.
+    (Letting Inductor differentiate the strided pair layout itself produced wrong gradients in torch
+    2.13; the tests caught it.)"""
+
+    @staticmethod
+    def forward(ctx, x, cos, sin):
+        ctx.save_for_backward(cos, sin)
+        return _compiled_rope(x, cos, sin)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        cos, sin = ctx.saved_tensors
+        return _compiled_rope(grad_output.contiguous(), cos, -sin), None, None
+
+
+@register("apply_rope", "cpu")
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    if not _plain(x, cos, sin) or x.dtype == torch.float64:
+        return reference.apply_rope(x, cos, sin, inverse)
+    # Bring every call to x [B, S, H, D] and cos/sin [B or 1, S, R] so one graph serves them all; the
+    # inverse rotation is the forward one with the sine negated (cheap: sin has no head axis).
+    x4 = x if x.dim() == 4 else x.unsqueeze(2)
+    if cos.dim() == 2:
+        cos, sin = cos.unsqueeze(0), sin.unsqueeze(0)
+    if inverse:
+        sin = -sin
+    out = _Rope.apply(x4, cos.expand(x4.shape[0], -1, -1), sin.expand(x4.shape[0], -1, -1))
+    return out if x.dim() == 4 else out.squeeze(2)
+
+
+def _clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
+    return reference.swiglu(gate, up, limit)
+
+
+def _plain_swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    return reference.swiglu(gate, up, None)
+
+
+# Two graphs rather than a limit of +inf: Inductor 2.13 miscompiled the clamp at an infinite bound.
+_compiled_clamped_swiglu = _CompiledOrEager(_clamped_swiglu)
+_compiled_plain_swiglu = _CompiledOrEager(_plain_swiglu)
+
+
+@register("swiglu", "cpu")
+def swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float | None = None) -> torch.Tensor:
+    if not _plain(gate, up) or gate.dtype == torch.float64:
+        return reference.swiglu(gate, up, limit)
+    flat_gate, flat_up = gate.reshape(-1, gate.shape[-1]), up.reshape(-1, up.shape[-1])
+    if limit:
+        return _compiled_clamped_swiglu(flat_gate, flat_up, float(limit)).view(gate.shape)
+    return _compiled_plain_swiglu(flat_gate, flat_up).view(gate.shape)
+
+
+@register("sinkhorn", "cpu")
+def sinkhorn(logits: torch.Tensor, iters: int = 20, eps: float = 1e-6) -> torch.Tensor:
+    # Layout [row, column, token]: each row or column sum adds n contiguous token vectors.
+    shape, n = logits.shape, logits.shape[-1]
+    wide = logits if logits.dtype == torch.float64 else logits.float()
+    comb = wide.reshape(-1, n, n).permute(1, 2, 0).contiguous()
+    comb = torch.softmax(comb, dim=1) + eps
+    comb = comb / (comb.sum(dim=0, keepdim=True) + eps)
+    for _ in range(iters - 1):
+        comb = comb / (comb.sum(dim=1, keepdim=True) + eps)
+        comb = comb / (comb.sum(dim=0, keepdim=True) + eps)
+    return comb.permute(2, 0, 1).reshape(shape)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Sparse attention, chunked over queries.
+
+
+def _query_chunk_size(batch: int, heads: int, keys_per_query: int, budget_elements: int = 1 << 22) -> int:
+    """Queries per chunk so that one chunk's [B, c, H, keys] logits stay near `budget_elements`."""
+    return max(16, min(1024, budget_elements // max(1, batch * heads * keys_per_query)))
+
+
+class _AttentionChunk:
+    """Logits, mask and keys of one query chunk [start, end), shared by forward and backward."""
+
+    def __init__(self, q, kv, compressed_kv, compressed_indices, thresholds, documents, window, start, end):
+        batch = q.shape[0]
+        self.low = max(0, start - window + 1)
+        self.window_keys = kv[:, self.low : end].float()  # [B, L, D]
+        query_index = torch.arange(start, end, device=q.device).view(-1, 1)
+        key_index = torch.arange(self.low, end, device=q.device).view(1, -1)
+        distance = query_index - key_index
+        window_mask = (distance >= 0) & (distance < window)  # [c, L]
+        same_document = documents[:, start:end].unsqueeze(-1) == documents[:, self.low : end].unsqueeze(1)
+        self.window_mask = window_mask.unsqueeze(0) & same_document  # [B, c, L]
+        self.mode = None
+        if compressed_kv is not None and compressed_indices is not None:
+            self.mode = "selected"
+            chunk_indices = compressed_indices[:, start:end]  # [B, c, K]
+            self.selected_valid = chunk_indices >= 0
+            self.selected_index = chunk_indices.clamp(min=0).long()
+            batch_index = torch.arange(batch, device=q.device).view(-1, 1, 1)
+            self.batch_index = batch_index.expand_as(self.selected_index)
+            self.compressed_keys = compressed_kv.float()[self.batch_index, self.selected_index]  # [B, c, K, D]
+            self.compressed_mask = self.selected_valid
+        elif compressed_kv is not None:
+            self.mode = "dense"
+            self.compressed_keys = compressed_kv.float()  # [B, T, D]
+            entries = torch.arange(compressed_kv.shape[1], device=q.device)
+            self.compressed_mask = entries.view(1, 1, -1) < thresholds[:, start:end].unsqueeze(-1)  # [B, c, T]
+
+    def logits(self, q_chunk: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor | None]:
+        window_logits = torch.einsum("bchd,bld->bchl", q_chunk, self.window_keys) * scale
+        window_logits.masked_fill_(~self.window_mask.unsqueeze(2), float("-inf"))
+        if self.mode is None:
+            return window_logits, None
+        if self.mode == "selected":
+            compressed_logits = torch.einsum("bchd,bckd->bchk", q_chunk, self.compressed_keys) * scale
+        else:
+            compressed_logits = torch.einsum("bchd,btd->bcht", q_chunk, self.compressed_keys) * scale
+        compressed_logits.masked_fill_(~self.compressed_mask.unsqueeze(2), float("-inf"))
+        return window_logits, compressed_logits
+
+    def values(self, window_probabilities, compressed_probabilities) -> torch.Tensor:
+        out = torch.einsum("bchl,bld->bchd", window_probabilities, self.window_keys)
+        if self.mode == "selected":
+            out += torch.einsum("bchk,bckd->bchd", compressed_probabilities, self.compressed_keys)
+        elif self.mode == "dense":
+            out += torch.einsum("bcht,btd->bchd", compressed_probabilities, self.compressed_keys)
+        return out
+
+
+class _ChunkedSparseAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, query, kv, sink, compressed_kv, compressed_indices, thresholds, documents, window, scale):
+        batch, seq_len, heads, head_dim = query.shape
+        compressed_per_query = 0
+        if compressed_kv is not None:
+            compressed_per_query = (
+                compressed_indices.shape[-1] if compressed_indices is not None else compressed_kv.shape[1]
+            )
+        chunk = _query_chunk_size(batch, heads, window + compressed_per_query)
+        output = buffers.empty(query.shape, dtype=query.dtype, device=query.device)
+        log_normalizer = buffers.empty((batch, seq_len, heads), dtype=torch.float32, device=query.device)
+        sink_logits = sink.float().view(1, 1, heads)
+        for start in range(0, seq_len, chunk):
+            end = min(seq_len, start + chunk)
+            part = _AttentionChunk(
+                query, kv, compressed_kv, compressed_indices, thresholds, documents, window, start, end
+            )
+            q_chunk = query[:, start:end].float()
+            window_logits, compressed_logits = part.logits(q_chunk, scale)
+            maximum = torch.maximum(window_logits.amax(dim=-1), sink_logits)
+            if compressed_logits is not None:
+                maximum = torch.maximum(maximum, compressed_logits.amax(dim=-1))
+            total = torch.exp(sink_logits - maximum) + torch.exp(window_logits - maximum.unsqueeze(-1)).sum(-1)
+            if compressed_logits is not None:
+                total += torch.exp(compressed_logits - maximum.unsqueeze(-1)).sum(-1)
+            normalizer = maximum + torch.log(total)  # [B, c, H]
+            window_probabilities = torch.exp(window_logits - normalizer.unsqueeze(-1))
+            compressed_probabilities = (
+                torch.exp(compressed_logits - normalizer.unsqueeze(-1)) if compressed_logits is not None else None
+            )
+            output[:, start:end] = part.values(window_probabilities, compressed_probabilities).to(query.dtype)
+            log_normalizer[:, start:end] = normalizer
+        ctx.save_for_backward(query, kv, sink, compressed_kv, compressed_indices, thresholds, documents,
+                              output, log_normalizer)
+        ctx.window, ctx.scale, ctx.chunk = window, scale, chunk
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (query, kv, sink, compressed_kv, compressed_indices, thresholds, documents,
+         output, log_normalizer) = ctx.saved_tensors
+        window, scale, chunk = ctx.window, ctx.scale, ctx.chunk
+        batch, seq_len, heads, _ = query.shape
+        grad_query = buffers.empty(query.shape, dtype=query.dtype, device=query.device)
+        grad_kv = torch.zeros(kv.shape, dtype=torch.float32, device=kv.device)
+        grad_sink = torch.zeros(heads, dtype=torch.float32, device=sink.device)
+        grad_compressed = (
+            torch.zeros(compressed_kv.shape, dtype=torch.float32, device=kv.device)
+            if compressed_kv is not None else None
+        )
+        sink_logits = sink.float().view(1, 1, heads)
+        for start in range(0, seq_len, chunk):
+            end = min(seq_len, start + chunk)
+            part = _AttentionChunk(
+                query, kv, compressed_kv, compressed_indices, thresholds, documents, window, start, end
+            )
+            q_chunk = query[:, start:end].float()
+            grad_chunk = grad_output[:, start:end].float()
+            normalizer = log_normalizer[:, start:end].unsqueeze(-1)
+            # delta = sum_j p_j * (dO . v_j) = dO . O, the softmax-backward correction per (query, head).
+            delta = (grad_chunk * output[:, start:end].float()).sum(-1)  # [B, c, H]
+            grad_sink -= (torch.exp(sink_logits - normalizer.squeeze(-1)) * delta).sum(dim=(0, 1))
+            window_logits, compressed_logits = part.logits(q_chunk, scale)
+            window_p = torch.exp(window_logits - normalizer)
+            window_dp = torch.einsum("bchd,bld->bchl", grad_chunk, part.window_keys)
+            window_ds = window_p * (window_dp - delta.unsqueeze(-1))
+            grad_q = torch.einsum("bchl,bld->bchd", window_ds, part.window_keys)
+            # K = V: each window key receives its key gradient and its value gradient.
+            grad_kv[:, part.low : end] += scale * torch.einsum("bchl,bchd->bld", window_ds, q_chunk)
+            grad_kv[:, part.low : end] += torch.einsum("bchl,bchd->bld", window_p, grad_chunk)
+            if part.mode == "selected":
+                compressed_p = torch.exp(compressed_logits - normalizer)
+                compressed_dp = torch.einsum("bchd,bckd->bchk", grad_chunk, part.compressed_keys)
+                compressed_ds = compressed_p * (compressed_dp - delta.unsqueeze(-1))
+                grad_q += torch.einsum("bchk,bckd->bchd", compressed_ds, part.compressed_keys)
+                grad_selected = scale * torch.einsum("bchk,bchd->bckd", compressed_ds, q_chunk)
+                grad_selected += torch.einsum("bchk,bchd->bckd", compressed_p, grad_chunk)
+                grad_selected *= part.selected_valid.unsqueeze(-1)
+                grad_compressed.index_put_((part.batch_index, part.selected_index), grad_selected, accumulate=True)
+            elif part.mode == "dense":
+                compressed_p = torch.exp(compressed_logits - normalizer)
+                compressed_dp = torch.einsum("bchd,btd->bcht", grad_chunk, part.compressed_keys)
+                compressed_ds = compressed_p * (compressed_dp - delta.unsqueeze(-1))
+                grad_q += torch.einsum("bcht,btd->bchd", compressed_ds, part.compressed_keys)
+                grad_compressed += scale * torch.einsum("bcht,bchd->btd", compressed_ds, q_chunk)
+                grad_compressed += torch.einsum("bcht,bchd->btd", compressed_p, grad_chunk)
+            grad_query[:, start:end] = (grad_q * scale).to(query.dtype)
+        return (
+            grad_query,
+            grad_kv.to(kv.dtype),
+            grad_sink.to(sink.dtype),
+            grad_compressed.to(compressed_kv.dtype) if grad_compressed is not None else None,
+            None, None, None, None, None,
+        )
+
+
+@register("sparse_attention", "cpu")
+def sparse_attention(
+    query: torch.Tensor,
+    kv: torch.Tensor,
+    sink: torch.Tensor,
+    *,
+    window: int,
+    scale: float | None = None,
+    compressed_kv: torch.Tensor | None = None,
+    compressed_indices: torch.Tensor | None = None,
+    compress_ratio: int | None = None,
+    position_ids: torch.Tensor | None = None,
+) -> torch.Tensor:
+    if not _plain(query, kv, sink, compressed_kv):
+        return reference.sparse_attention(
+            query, kv, sink, window=window, scale=scale, compressed_kv=compressed_kv,
+            compressed_indices=compressed_indices, compress_ratio=compress_ratio, position_ids=position_ids,
+        )
+    batch, seq_len, _, head_dim = query.shape
+    scale = head_dim**-0.5 if scale is None else scale
+    if position_ids is None:
+        position_ids = torch.arange(seq_len, device=query.device).expand(batch, seq_len)
+    thresholds = None
+    if compressed_kv is not None and compressed_indices is None:
+        if compress_ratio is None:
+            raise ValueError("sparse_attention: dense compressed attention needs compress_ratio (e.g. 128 for HCA)")
+        thresholds = (position_ids + 1) // compress_ratio
+    documents = reference.document_ids(position_ids)
+    return _ChunkedSparseAttention.apply(
+        query, kv, sink, compressed_kv, compressed_indices, thresholds, documents, window, scale
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# Linear + cross-entropy, chunked over tokens.
+
+
+_LOGITS_BUDGET_ELEMENTS = 1 << 23  # one block of float32 logits: 32 MiB
+_MAX_TOKENS_PER_BLOCK = 8192
+
+
+def _vocabulary_slice(num_tokens: int, vocab: int) -> int:
+    """Vocabulary columns per slice so that [tokens, slice] float32 logits stay near the budget."""
+    return max(256, min(vocab, _LOGITS_BUDGET_ELEMENTS // max(1, num_tokens)))
+
+
+class _ChunkedLinearCrossEntropy(torch.autograd.Function):
+    """Cross-entropy of hidden @ weight.T computed in vocabulary slices.
+
+    Pass 1 runs over the slices with an online log-sum-exp and picks each target's logit. When a
+    gradient is wanted, pass 2 recomputes each slice's logits, turns them into softmax minus one-hot,
+    and forms that slice's weight gradient rows (written once, in the weight's dtype) and its share of
+    the hidden gradient. Tokens are processed in blocks of at most 8192 so a slice stays small for any
+    batch; only with several blocks is the weight gradient accumulated (in float32).
+    """
+
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, ignore_index, reduction):
+        num_tokens, vocab = hidden.shape[0], weight.shape[0]
+        valid = targets != ignore_index
+        count = int(valid.sum())
+        want_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        blocks = [(start, min(num_tokens, start + _MAX_TOKENS_PER_BLOCK))
+                  for start in range(0, num_tokens, _MAX_TOKENS_PER_BLOCK)]
+        grad_hidden = torch.zeros(hidden.shape, dtype=torch.float32, device=hidden.device) if want_grad else None
+        grad_weight = None
+        if want_grad:
+            accumulate = len(blocks) > 1
+            grad_weight = (torch.zeros if accumulate else buffers.empty)(
+                weight.shape, dtype=torch.float32 if accumulate else weight.dtype, device=weight.device
+            )
+        loss_sum = torch.zeros((), dtype=torch.float64, device=hidden.device)
+        for block_start, block_end in blocks:
+            rows = block_end - block_start
+            block_hidden = hidden[block_start:block_end].to(weight.dtype)
+            block_valid = valid[block_start:block_end]
+            block_targets = torch.where(block_valid, targets[block_start:block_end], 0).long()
+            columns = _vocabulary_slice(rows, vocab)
+            slices = [(v, min(vocab, v + columns)) for v in range(0, vocab, columns)]
+            running_max = torch.full((rows,), float("-inf"), device=hidden.device)
+            running_sum = torch.zeros(rows, device=hidden.device)
+            target_logits = torch.zeros(rows, device=hidden.device)
+            for low, high in slices:
+                logits = (block_hidden @ weight[low:high].t()).float()
+                inside = (block_targets >= low) & (block_targets < high)
+                local = (block_targets - low).clamp(0, high - low - 1)
+                target_logits += torch.where(inside, logits.gather(1, local.unsqueeze(1)).squeeze(1), 0.0)
+                slice_max = torch.maximum(running_max, logits.amax(dim=1))
+                # In place: the slice's logits are not needed after their exponentials are summed.
+                slice_sum = logits.sub_(slice_max.unsqueeze(1)).exp_().sum(dim=1)
+                running_sum = running_sum * torch.exp(running_max - slice_max) + slice_sum
+                running_max = slice_max
+                del logits  # before the next slice's product is allocated
+            normalizer = running_max + torch.log(running_sum)
+            loss_sum += ((normalizer - target_logits) * block_valid).sum(dtype=torch.float64)
+            if not want_grad:
+                continue
+            for low, high in slices:
+                logits = (block_hidden @ weight[low:high].t()).float()
+                probabilities = logits.sub_(normalizer.unsqueeze(1)).exp_()
+                inside = (block_targets >= low) & (block_targets < high)
+                local = (block_targets - low).clamp(0, high - low - 1)
+                probabilities.scatter_add_(1, local.unsqueeze(1), -inside.float().unsqueeze(1))
+                probabilities *= block_valid.unsqueeze(1)
+                grad_logits = probabilities.to(weight.dtype)
+                grad_hidden[block_start:block_end] += (grad_logits @ weight[low:high]).float()
+                slice_grad = grad_logits.t() @ block_hidden
+                if len(blocks) > 1:
+                    grad_weight[low:high] += slice_grad.float()
+                else:
+                    grad_weight[low:high] = slice_grad
+                del logits, probabilities, grad_logits, slice_grad
+        if count == 0 and reduction == "mean":
+            loss = torch.full((), float("nan"), dtype=torch.float64, device=hidden.device)  # as torch does
+        else:
+            loss = loss_sum / (count if reduction == "mean" else 1)
+        ctx.divisor = count if reduction == "mean" else 1
+        ctx.dtypes = (hidden.dtype, weight.dtype)
+        ctx.save_for_backward(grad_hidden, grad_weight)
+        return loss.float()
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        grad_hidden, grad_weight = ctx.saved_tensors
+        factor = grad_loss.float() / max(ctx.divisor, 1)
+        hidden_dtype, weight_dtype = ctx.dtypes
+        hidden_grad = (grad_hidden * factor).to(hidden_dtype) if ctx.needs_input_grad[0] else None
+        weight_grad = (grad_weight * factor.to(grad_weight.dtype)).to(weight_dtype) if ctx.needs_input_grad[1] else None
+        return hidden_grad, weight_grad, None, None, None
+
+
+@register("linear_cross_entropy", "cpu")
+def linear_cross_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"linear_cross_entropy: reduction must be 'mean' or 'sum', got {reduction!r}")
+    if not _plain(hidden, weight):
+        return reference.linear_cross_entropy(hidden, weight, targets, ignore_index=ignore_index, reduction=reduction)
+    return _ChunkedLinearCrossEntropy.apply(hidden, weight, targets, ignore_index, reduction)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Grouped matmul.
+
+
+class _ContiguousGradient(torch.autograd.Function):
+    """Identity whose backward hands on a contiguous gradient: torch._grouped_mm's backward rejects the
+    zero-stride gradients that reductions like y.sum() produce."""
+
+    @staticmethod
+    def forward(ctx, tensor):
+        return tensor.view_as(tensor)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.contiguous()
+
+
+@register("grouped_matmul", "cpu")
+def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, tokens_per_expert: torch.Tensor) -> torch.Tensor:
+    if (
+        not _plain(x, weight)
+        or x.dtype not in (torch.float32, torch.bfloat16)
+        or weight.dtype != x.dtype
+        or x.shape[0] == 0
+    ):
+        return reference.grouped_matmul(x, weight, tokens_per_expert)
+    offsets = torch.cumsum(tokens_per_expert, dim=0).to(torch.int32)
+    output = torch._grouped_mm(x, weight.transpose(1, 2), offs=offsets)
+    return _ContiguousGradient.apply(output)
+

@@ -1,0 +1,146 @@
+"""Training step speed on CPU, side by side: trex's engine vs transformers' DeepseekV4ForCausalLM.
+
+Both train the `small` DeepSeek-V4 flavor on the same batch of random tokens (batch x sequence), one
+optimizer step = forward, backward and AdamW:
+- trex: the native engine exactly as `trex train` runs it (a one-rank FSDP2 group, bf16 compute with
+  fp32 master weights and AdamW states, LM + MTP + balance + indexer-KL losses, gradient norm,
+  clipping, the expert-bias update), with the kernels the registry picks for this machine;
+- transformers: its DeepseekV4ForCausalLM in bf16 with torch's AdamW (it builds no MTP layer).
+
+Each side runs in its own fresh process, one after the other, so peak memory (max RSS) is its own and
+neither competes with the other for the cores. MFU is model FLOPs per second (the model's Megatron
+count for this sequence length) over the bf16 matmul peak measured at the start of this run.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import resource
+import time
+
+SEQ_LEN, BATCH, STEPS, WARMUP = 1024, 4, 2, 1
+QUICK = {"seq_len": 256, "batch": 2, "steps": 2, "warmup": 1}
+
+
+def _small_config():
+    from trex_cli.models.deepseek_v4.config import get_flavor
+
+    return get_flavor("small")
+
+
+def _batch(config, batch: int, seq_len: int):
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    return torch.randint(3, config.vocab_size, (batch, seq_len), generator=generator)
+
+
+def _trex_side(batch: int, seq_len: int, steps: int, warmup: int, queue) -> None:
+    import torch
+
+    from trex_cli.train.config import ParallelSection, StageSchedule, TrainSection
+    from trex_cli.train.data import MicroBatch
+    from trex_cli.train.distributed import init_distributed
+    from trex_cli.train.trainer import Engine, build_model
+
+    config = _small_config()
+    input_ids = _batch(config, batch, seq_len)
+    micro = MicroBatch(input_ids, torch.arange(seq_len).repeat(batch, 1), torch.ones(batch, seq_len))
+    distributed = init_distributed(ParallelSection())
+    train = TrainSection(dtype="bf16")
+    schedule = StageSchedule(lr=1e-4, min_lr=1e-5, warmup_steps=1, max_steps=100, global_batch_size=batch, micro_batch_size=batch)
+    engine = Engine(build_model(config, None, seed=0), train, schedule, distributed, seq_len, 1)
+    times = []
+    for index in range(warmup + steps):
+        started = time.perf_counter()
+        result = engine.step([micro])
+        if index >= warmup:
+            times.append(time.perf_counter() - started)
+    distributed.close()
+    queue.put({"seconds": min(times), "loss": result.loss, "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+
+
+def _transformers_side(batch: int, seq_len: int, steps: int, warmup: int, queue) -> None:
+    import torch
+    import transformers
+
+    config = _small_config()
+    input_ids = _batch(config, batch, seq_len)
+    torch.manual_seed(0)
+    hf_config = transformers.DeepseekV4Config(**config.to_hf_dict())
+    model = transformers.DeepseekV4ForCausalLM(hf_config).to(torch.bfloat16).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    times = []
+    for index in range(warmup + steps):
+        started = time.perf_counter()
+        loss = model(input_ids=input_ids, labels=input_ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if index >= warmup:
+            times.append(time.perf_counter() - started)
+    queue.put({"seconds": min(times), "loss": float(loss), "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+
+
+def _in_fresh_process(target, *args) -> dict:
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=target, args=(*args, queue))
+    process.start()
+    result = queue.get(timeout=900)
+    process.join()
+    return result
+
+
+def run(quick: bool = False) -> list[dict]:
+    import torch
+
+    from trex_cli.models.deepseek_v4.flops import training_flops_per_token
+    from trex_cli.train.metrics import measure_matmul_peak
+
+    batch, seq_len, steps, warmup = (
+        (QUICK["batch"], QUICK["seq_len"], QUICK["steps"], QUICK["warmup"]) if quick else (BATCH, SEQ_LEN, STEPS, WARMUP)
+    )
+    config = _small_config()
+    peak = measure_matmul_peak(torch.device("cpu"), torch.bfloat16)
+    tokens = batch * seq_len
+    trex = _in_fresh_process(_trex_side, batch, seq_len, steps, warmup)
+    baseline = _in_fresh_process(_transformers_side, batch, seq_len, steps, warmup)
+    flops = training_flops_per_token(config, seq_len, attention="v4")
+    trex_speed, baseline_speed = tokens / trex["seconds"], tokens / baseline["seconds"]
+    shape = f"small, {batch}x{seq_len}, bf16, CPU"
+    return [
+        {
+            "benchmark": "train", "figure": f"training step tokens/s ({shape})", "value": trex_speed, "unit": "tokens/s",
+            "baseline": "transformers DeepseekV4ForCausalLM + torch AdamW", "baseline_value": baseline_speed,
+            "ratio": trex_speed / baseline_speed, "target": ">= 3x",
+        },
+        {
+            "benchmark": "train", "figure": f"MFU vs measured bf16 matmul peak {peak / 1e9:.0f} GFLOP/s", "value": 100 * trex_speed * flops / peak,
+            "unit": "%", "baseline": "transformers", "baseline_value": 100 * baseline_speed * flops / peak,
+            "ratio": trex_speed / baseline_speed, "target": "",
+        },
+        {
+            "benchmark": "train", "figure": "peak memory (max RSS of the process)", "value": trex["max_rss"] / 2**30, "unit": "GiB",
+            "baseline": "transformers", "baseline_value": baseline["max_rss"] / 2**30,
+            "ratio": trex["max_rss"] / baseline["max_rss"], "target": "",
+        },
+    ]
+
+
+if __name__ == "__main__":
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = run(quick="--quick" in sys.argv)
+    columns = ("figure", "value", "unit", "baseline", "baseline_value", "ratio", "target")
+    table = Table(title="bench_train")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(f"{row[c]:.3g}" if isinstance(row[c], float) else str(row[c]) for c in columns))
+    Console().print(table)
+    print(json.dumps(rows))

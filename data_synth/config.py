@@ -1,0 +1,31 @@
+"""The `[synth]` table of a recipe: how many problems to synthesize, from which families, and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SynthConfig:
+    """Settings of `trex synth` (the recipe's `[synth]` table; CLI flags override them)."""
+
+    n: int = 200  # verified training problems to keep
+    eval_n: int = 50  # verified held-out items (a disjoint seed stream)
+    seed: int = 0
+    families: list[str] = field(default_factory=list)  # empty: every family in data_synth/families
+    holdout_families: list[str] = field(default_factory=list)  # kept out of training, still in eval
+    difficulty: dict[str, float] = field(default_factory=lambda: {"small": 0.5, "medium": 0.35, "large": 0.15})
+    representations: dict[str, float] = field(
+        default_factory=lambda: {"text": 0.4, "table": 0.3, "file": 0.3})
+    answer_styles: dict[str, float] = field(
+        default_factory=lambda: {"model": 0.2, "model_program": 0.4, "program": 0.4})
+    infeasible_share: float = 0.05  # share of candidates made deliberately infeasible (labelled)
+    workers: int = 2
+    block_size: int = 64  # candidates per resumable block (one shard each)
+    program_timeout: float = 20.0  # seconds for one rendered program in the sandbox runner
+    solver_time_limit: float = 30.0  # seconds for one in-process solve
+    program_memory_mb: int = 2048  # address-space limit of a sandboxed program
+    teacher_endpoint: str = ""  # OpenAI-compatible base URL (".../v1"); empty: no rewrite
+    teacher_model: str = ""
+    teacher_timeout: float = 60.0
+    out: str = ""  # default: <run_dir>/synth

@@ -1,0 +1,204 @@
+"""Bin packing (MILP): pack items of given sizes into as few identical bins (trucks, servers, pallets)
+as possible, without exceeding any bin's capacity."""
+
+from __future__ import annotations
+
+import math
+import random
+from itertools import pairwise
+
+from data_synth.family import (
+    MatrixModel,
+    ProblemFamily,
+    Row,
+    Scenario,
+    describe_data_file,
+    fmt,
+    markdown_table,
+    size_for,
+)
+
+SCENARIOS = (
+    Scenario("freight", "freight logistics", {
+        "company": "a regional freight forwarder", "item": "crate", "item_prefix": "C", "bin": "truck",
+        "bin_prefix": "Truck ", "unit": "kg", "measure": "weight", "capacity_range": (900, 1400),
+        "task": "ship a batch of crates to one customer site",
+    }),
+    Scenario("cloud", "cloud computing", {
+        "company": "a cloud hosting provider", "item": "virtual machine", "item_prefix": "VM", "bin": "server",
+        "bin_prefix": "Server ", "unit": "GB of RAM", "measure": "memory requirement",
+        "capacity_range": (96, 160), "task": "place a set of customer virtual machines on physical servers",
+    }),
+    Scenario("warehouse", "warehousing", {
+        "company": "a distribution warehouse", "item": "carton", "item_prefix": "K", "bin": "pallet",
+        "bin_prefix": "Pallet ", "unit": "litres", "measure": "volume", "capacity_range": (1200, 2000),
+        "task": "consolidate outbound cartons onto shipping pallets",
+    }),
+)
+
+
+def first_fit_decreasing(sizes: list[int], capacity: int) -> int:
+    """Number of bins the first-fit-decreasing heuristic uses: a feasible upper bound on the optimum."""
+    loads: list[int] = []
+    for size in sorted(sizes, reverse=True):
+        for k, load in enumerate(loads):
+            if load + size <= capacity:
+                loads[k] += size
+                break
+        else:
+            loads.append(size)
+    return len(loads)
+
+
+class BinPacking(ProblemFamily):
+    name = "bin_packing"
+    title = "Bin packing"
+    problem_type = "MILP"
+    sense = "min"
+    scenarios = SCENARIOS
+    domains = {"assign": "binary", "use": "binary"}
+    data_fields = {
+        "items": "list of item names",
+        "size": "size of each item, keyed by item (in the unit of the capacity)",
+        "bins": "list of the available (identical) bins, in the order they are taken into use",
+        "capacity": "capacity of every bin",
+    }
+    model_code = '''\
+model = pyo.ConcreteModel()
+model.I = pyo.Set(initialize=data["items"])
+model.B = pyo.Set(initialize=data["bins"])
+model.assign = pyo.Var(model.I, model.B, domain=pyo.Binary)  # item i goes into bin b
+model.use = pyo.Var(model.B, domain=pyo.Binary)              # bin b is used
+
+model.obj = pyo.Objective(expr=sum(model.use[b] for b in model.B), sense=pyo.minimize)
+
+# every item is packed exactly once
+model.pack_once = pyo.Constraint(
+    model.I, rule=lambda model, i: sum(model.assign[i, b] for b in model.B) == 1
+)
+
+# a bin holds items only if it is used, and never more than its capacity
+def capacity(model, b):
+    return sum(data["size"][i] * model.assign[i, b] for i in model.I) <= data["capacity"] * model.use[b]
+
+model.capacity = pyo.Constraint(model.B, rule=capacity)
+
+# the bins are identical, so any packing can be relabelled: number the bins by the first item they
+# hold. Then bins are taken into use in order, and the k-th item sits in one of the first k bins.
+# Both rules only remove mirror images of the same packing, and they make the search much faster.
+items, bins = data["items"], data["bins"]
+model.use_in_order = pyo.Constraint(
+    range(1, len(bins)), rule=lambda model, k: model.use[bins[k]] <= model.use[bins[k - 1]]
+)
+
+def item_order(model, k):
+    later_bins = bins[k + 1:]
+    if not later_bins:
+        return pyo.Constraint.Skip
+    return sum(model.assign[items[k], b] for b in later_bins) == 0
+
+model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
+'''
+
+    def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
+        words = scenario.words
+        n_items = size_for(difficulty, 6, 9, 12)
+        capacity = rng.randrange(*words["capacity_range"], 10 if words["capacity_range"][0] > 500 else 2)
+        items = [f"{words['item_prefix']}{k + 1}" for k in range(n_items)]
+        sizes = [rng.randint(int(capacity * 0.15), int(capacity * 0.6)) for _ in items]
+        n_bins = first_fit_decreasing(sizes, capacity)
+        bins = [f"{words['bin_prefix']}{k + 1}" for k in range(n_bins)]
+        return {"items": items, "size": dict(zip(items, sizes, strict=True)), "bins": bins,
+                "capacity": capacity}
+
+    def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
+        # fewer bins than the total size needs even with perfect packing
+        lower_bound = math.ceil(sum(data["size"].values()) / data["capacity"])
+        if lower_bound < 2:
+            return None
+        return {**data, "bins": data["bins"][: lower_bound - 1]}
+
+    def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        items, bins = data["items"], data["bins"]
+        # symmetry breaking as bounds: the k-th item may only use the first k + 1 bins
+        put = {(i, b): matrix.add_var(f"assign[{i},{b}]", 0, 1 if position_b <= position_i else 0, integer=True)
+               for position_i, i in enumerate(items) for position_b, b in enumerate(bins)}
+        opened = {b: matrix.add_var(f"use[{b}]", 0, 1, cost=1.0, integer=True) for b in bins}
+        for i in items:
+            matrix.add_row({put[i, b]: 1.0 for b in bins}, lower=1.0, upper=1.0, name=f"pack_once[{i}]")
+        for b in bins:
+            coefficients = {put[i, b]: data["size"][i] for i in items}
+            coefficients[opened[b]] = -data["capacity"]
+            matrix.add_row(coefficients, upper=0.0, name=f"capacity[{b}]")
+        for earlier, later in pairwise(bins):
+            matrix.add_row({opened[later]: 1.0, opened[earlier]: -1.0}, upper=0.0, name=f"use_in_order[{later}]")
+
+    def constraint_rows(self, data: dict, x: dict):
+        assign, use = x["assign"], x["use"]
+        items, bins = data["items"], data["bins"]
+        for i in items:
+            yield Row(f"pack_once[{i}]", sum(assign[i, b] for b in bins), "==", 1)
+        for b in bins:
+            load = sum(data["size"][i] * assign[i, b] for i in items)
+            yield Row(f"capacity[{b}]", load, "<=", data["capacity"] * use[b])
+        for k in range(1, len(bins)):
+            yield Row(f"use_in_order[{bins[k]}]", use[bins[k]] - use[bins[k - 1]], "<=", 0)
+        for k, i in enumerate(items):
+            if bins[k + 1:]:
+                yield Row(f"item_order[{i}]", sum(assign[i, b] for b in bins[k + 1:]), "==", 0)
+
+    def objective_value(self, data: dict, x: dict) -> float:
+        return sum(x["use"][b] for b in data["bins"])
+
+    def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
+        words = scenario.words
+        item, bin_, unit = words["item"], words["bin"], words["unit"]
+        n_bins, capacity = len(data["bins"]), fmt(data["capacity"])
+        intro = {
+            "freight": f"{words['company'].capitalize()} must {words['task']}. It has {n_bins} identical "
+                       f"{bin_}s available, each able to carry at most {capacity} {unit}.",
+            "cloud": f"{words['company'].capitalize()} needs to {words['task']}. Up to {n_bins} identical "
+                     f"{bin_}s can be switched on, each with {capacity} {unit}; a {item} cannot be split "
+                     f"across {bin_}s.",
+            "warehouse": f"The shipping team of {words['company']} wants to {words['task']}. {n_bins} "
+                         f"{bin_}s are available and each holds at most {capacity} {unit} of cartons.",
+        }[scenario.key]
+        question = (f"Each {item} must go to exactly one {bin_}. What is the minimum number of {bin_}s "
+                    f"needed to hold all {item}s (minimize the number of {bin_}s used)?")
+        if representation == "text":
+            sizes = "; ".join(f"{i}: {fmt(data['size'][i])} {unit}" for i in data["items"])
+            return f"{intro} The {words['measure']} of each {item} is: {sizes}. {question}"
+        if representation == "table":
+            table = markdown_table([item, f"{words['measure']} ({unit})"],
+                                   [[i, data["size"][i]] for i in data["items"]])
+            return f"{intro}\n\n{table}\n\n{question}"
+        if representation == "file":
+            return f"{intro}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+        raise ValueError(f"unknown representation {representation!r}")
+
+    def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
+        words = scenario.words
+        lines = []
+        for b in data["bins"]:
+            packed = [i for i in data["items"] if x["assign"][i, b] > 0.5]
+            if packed:
+                load = sum(data["size"][i] for i in packed)
+                lines.append(f"- {b}: {', '.join(packed)} ({fmt(load)} of {fmt(data['capacity'])} {words['unit']})")
+        return f"{len(lines)} {words['bin']}s are used:\n" + "\n".join(lines)
+
+    def formulation(self, data: dict) -> str:
+        return (
+            "**Sets**: items $I = \\{1, \\dots, n\\}$ (in list order), bins $B = \\{1, \\dots, m\\}$.\n\n"
+            "**Parameters**: size $s_i$ of item $i$, bin capacity $C$.\n\n"
+            "**Variables**: $x_{ib} \\in \\{0,1\\}$ (item $i$ goes into bin $b$), "
+            "$y_b \\in \\{0,1\\}$ (bin $b$ is used).\n\n"
+            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{b \\in B} y_b \\\\\n"
+            "\\text{s.t.}\\ & \\sum_{b \\in B} x_{ib} = 1 && \\forall i \\in I \\\\\n"
+            "& \\sum_{i \\in I} s_i x_{ib} \\le C\\, y_b && \\forall b \\in B \\\\\n"
+            "& y_b \\le y_{b-1} && b = 2, \\dots, m \\quad\\text{(symmetry breaking)} \\\\\n"
+            "& x_{ib} = 0 && b > i \\quad\\text{(symmetry breaking)} \\\\\n"
+            "& x_{ib}, y_b \\in \\{0,1\\}\n\\end{aligned}\n$$"
+        )
+
+
+FAMILY = BinPacking()

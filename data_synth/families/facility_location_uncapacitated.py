@@ -1,0 +1,184 @@
+"""Uncapacitated facility location (MILP): decide which facilities to open (each with a fixed cost) and
+which open facility serves each customer, minimizing fixed plus delivery costs."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from data_synth.family import (
+    MatrixModel,
+    ProblemFamily,
+    Row,
+    Scenario,
+    describe_data_file,
+    fmt,
+    join_names,
+    markdown_table,
+    size_for,
+)
+
+SCENARIOS = (
+    Scenario("retail", "grocery retail", {
+        "facility": "distribution centre", "facility_names": ["Leeds", "Derby", "Coventry", "Reading",
+                                                              "Swindon", "Bristol", "Oxford"],
+        "customer": "store", "customer_prefix": "Store ", "unit": "pallets", "one_unit": "pallet",
+        "period": "week", "unit_cost_scale": 5,
+        "money": "pounds", "fixed_words": "weekly running cost",
+        "intro": "A grocery chain is redesigning its distribution network.",
+    }),
+    Scenario("parcel", "parcel delivery", {
+        "facility": "depot", "facility_names": ["North", "South", "East", "West", "Central", "Harbour",
+                                                "Airport"],
+        "customer": "delivery zone", "customer_prefix": "Zone ", "unit": "parcels", "one_unit": "parcel",
+        "period": "day", "unit_cost_scale": 1,
+        "money": "dollars", "fixed_words": "daily cost of keeping open",
+        "intro": "A parcel company is deciding which of its candidate depots to operate.",
+    }),
+    Scenario("clinics", "public health", {
+        "facility": "clinic", "facility_names": ["Riverside", "Hilltop", "Market Square", "Old Mill",
+                                                 "Lakeside", "Station Road", "Parkview"],
+        "customer": "village", "customer_prefix": "Village ", "unit": "patient visits",
+        "one_unit": "patient visit", "period": "month", "unit_cost_scale": 5,
+        "money": "dollars", "fixed_words": "monthly cost of running a part-time outreach clinic",
+        "intro": "A regional health authority is choosing where to run part-time outreach clinics; each "
+                 "visit costs the authority a patient-transport subsidy that grows with distance.",
+    }),
+)
+
+
+class FacilityLocationUncapacitated(ProblemFamily):
+    name = "facility_location_uncapacitated"
+    title = "Uncapacitated facility location"
+    problem_type = "MILP"
+    sense = "min"
+    scenarios = SCENARIOS
+    domains = {"open": "binary", "serve": "nonnegative"}
+    data_fields = {
+        "facilities": "list of candidate facility names",
+        "customers": "list of customer names",
+        "fixed_cost": "cost of opening each facility for the period, keyed by facility",
+        "demand": "demand of each customer in the period, keyed by customer",
+        "unit_cost": "unit_cost[facility][customer]: cost per unit delivered from the facility to the customer",
+    }
+    model_code = '''\
+model = pyo.ConcreteModel()
+model.F = pyo.Set(initialize=data["facilities"])
+model.C = pyo.Set(initialize=data["customers"])
+model.open = pyo.Var(model.F, domain=pyo.Binary)
+# share of customer c's demand delivered from facility f
+model.serve = pyo.Var(model.F, model.C, domain=pyo.NonNegativeReals)
+
+fixed = sum(data["fixed_cost"][f] * model.open[f] for f in model.F)
+delivery = sum(data["demand"][c] * data["unit_cost"][f][c] * model.serve[f, c] for f in model.F for c in model.C)
+model.obj = pyo.Objective(expr=fixed + delivery, sense=pyo.minimize)
+
+# each customer's demand is fully served
+model.served = pyo.Constraint(model.C, rule=lambda model, c: sum(model.serve[f, c] for f in model.F) == 1)
+
+# only open facilities deliver
+model.only_open = pyo.Constraint(
+    model.F, model.C, rule=lambda model, f, c: model.serve[f, c] <= model.open[f]
+)
+'''
+
+    def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
+        words = scenario.words
+        n_facilities = size_for(difficulty, 3, 5, 7)
+        n_customers = size_for(difficulty, 5, 8, 12)
+        facilities = words["facility_names"][:n_facilities]
+        customers = [f"{words['customer_prefix']}{k + 1}" for k in range(n_customers)]
+        # positions on a 100 km square; the unit cost grows with distance
+        place = {name: (rng.uniform(0, 100), rng.uniform(0, 100)) for name in facilities + customers}
+        rate = rng.choice([0.1, 0.15, 0.2, 0.25])
+        scale = words["unit_cost_scale"]
+        unit_cost = {f: {c: max(1, round(rate * math.dist(place[f], place[c]))) * scale for c in customers}
+                     for f in facilities}
+        demand = {c: rng.randint(4, 24) * 5 for c in customers}
+        # opening costs comparable to the delivery bill, so opening more facilities is a real trade-off
+        typical_delivery = sum(demand.values()) * 20 * rate * scale
+        fixed_cost = {f: int(rng.uniform(0.2, 0.6) * typical_delivery) // 10 * 10 + 100 for f in facilities}
+        return {"facilities": facilities, "customers": customers, "fixed_cost": fixed_cost, "demand": demand,
+                "unit_cost": unit_cost}
+
+    def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        facilities, customers = data["facilities"], data["customers"]
+        opened = {f: matrix.add_var(f"open[{f}]", 0, 1, cost=data["fixed_cost"][f], integer=True)
+                  for f in facilities}
+        share = {(f, c): matrix.add_var(f"serve[{f},{c}]", 0, 1,
+                                        cost=data["demand"][c] * data["unit_cost"][f][c])
+                 for f in facilities for c in customers}
+        for c in customers:
+            matrix.add_row({share[f, c]: 1.0 for f in facilities}, lower=1.0, upper=1.0, name=f"served[{c}]")
+        for f in facilities:
+            for c in customers:
+                matrix.add_row({share[f, c]: 1.0, opened[f]: -1.0}, upper=0.0, name=f"only_open[{f},{c}]")
+
+    def constraint_rows(self, data: dict, x: dict):
+        for c in data["customers"]:
+            yield Row(f"served[{c}]", sum(x["serve"][f, c] for f in data["facilities"]), "==", 1)
+        for f in data["facilities"]:
+            for c in data["customers"]:
+                yield Row(f"only_open[{f},{c}]", x["serve"][f, c] - x["open"][f], "<=", 0)
+
+    def objective_value(self, data: dict, x: dict) -> float:
+        fixed = sum(data["fixed_cost"][f] * x["open"][f] for f in data["facilities"])
+        return fixed + sum(data["demand"][c] * data["unit_cost"][f][c] * x["serve"][f, c]
+                           for f in data["facilities"] for c in data["customers"])
+
+    def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
+        words = scenario.words
+        facility, customer, unit, period, money = (words["facility"], words["customer"], words["unit"],
+                                                   words["period"], words["money"])
+        facilities, customers = data["facilities"], data["customers"]
+        intro = (f"{words['intro']} The candidate {facility}s are {join_names(facilities)}; there is no limit on "
+                 f"how much an open {facility} can handle.")
+        question = (f"Which {facility}s should be opened, and which {facility} should serve each {customer}, to "
+                    f"minimize the total cost per {period} (opening costs plus delivery costs)? What is the "
+                    f"minimum total cost in {money} per {period}?")
+        if representation == "text":
+            fixed = "; ".join(f"{f}: {fmt(data['fixed_cost'][f])}" for f in facilities)
+            demand = "; ".join(f"{c}: {fmt(data['demand'][c])}" for c in customers)
+            costs = " ".join(
+                f"From {f}: " + ", ".join(f"{fmt(data['unit_cost'][f][c])} to {c}" for c in customers) + "."
+                for f in facilities)
+            return (f"{intro} The {words['fixed_words']} per {facility} ({money} per {period}) is {fixed}. Demand ({unit} per "
+                    f"{period}): {demand}. Cost in {money} per {words['one_unit']} delivered: {costs} {question}")
+        if representation == "table":
+            table = markdown_table(
+                [f"{facility}", f"{words['fixed_words']} ({money})", *customers],
+                [[f, data["fixed_cost"][f], *[data["unit_cost"][f][c] for c in customers]] for f in facilities]
+                + [[f"demand ({unit} per {period})", "", *[data["demand"][c] for c in customers]]],
+            )
+            return (f"{intro} The table gives each {facility}'s {words['fixed_words']} and the cost in {money} "
+                    f"per {words['one_unit']} delivered to each {customer}; the last row is the demand.\n\n{table}"
+                    f"\n\n{question}")
+        if representation == "file":
+            return f"{intro}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+        raise ValueError(f"unknown representation {representation!r}")
+
+    def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
+        words = scenario.words
+        opened = [f for f in data["facilities"] if x["open"][f] > 0.5]
+        lines = [f"Open {words['facility']}s: {join_names(opened)}."]
+        for f in opened:
+            served = [c for c in data["customers"] if x["serve"][f, c] > 1e-6]
+            if served:
+                lines.append(f"- {f} serves {join_names(served)}")
+        return "\n".join(lines)
+
+    def formulation(self, data: dict) -> str:
+        return (
+            "**Sets**: facilities $F$, customers $C$.\n\n"
+            "**Parameters**: opening cost $f_i$, demand $d_j$, unit delivery cost $c_{ij}$.\n\n"
+            "**Variables**: $y_i \\in \\{0,1\\}$ (facility $i$ is open), $x_{ij} \\ge 0$ (share of customer "
+            "$j$'s demand served from $i$).\n\n"
+            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{i \\in F} f_i y_i + \\sum_{i \\in F}\\sum_{j \\in C} "
+            "d_j c_{ij} x_{ij} \\\\\n"
+            "\\text{s.t.}\\ & \\sum_{i \\in F} x_{ij} = 1 && \\forall j \\in C \\\\\n"
+            "& x_{ij} \\le y_i && \\forall i \\in F, j \\in C \\\\\n"
+            "& x_{ij} \\ge 0,\\ y_i \\in \\{0,1\\}\n\\end{aligned}\n$$"
+        )
+
+
+FAMILY = FacilityLocationUncapacitated()

@@ -1,0 +1,160 @@
+"""0-1 knapsack (IP): choose which items to take (each at most once) to maximize their total value
+within a weight capacity and a limit on the number of items; some items may be mandatory."""
+
+from __future__ import annotations
+
+import random
+
+from data_synth.family import (
+    MatrixModel,
+    ProblemFamily,
+    Row,
+    Scenario,
+    describe_data_file,
+    fmt,
+    join_names,
+    markdown_table,
+    size_for,
+)
+
+SCENARIOS = (
+    Scenario("cargo", "air cargo", {
+        "company": "a cargo airline", "container": "the last free position of tonight's freighter",
+        "item_prefix": "Consignment ", "weight_unit": "kg", "value_word": "revenue", "value_unit": "dollars",
+        "weight_range": (40, 400), "value_range": (300, 5000), "count_word": "consignments",
+    }),
+    Scenario("satellite", "space missions", {
+        "company": "a space agency", "container": "a small satellite's payload bay",
+        "item_prefix": "Instrument ", "weight_unit": "kg", "value_word": "science score", "value_unit": "points",
+        "weight_range": (2, 30), "value_range": (10, 120), "count_word": "instruments",
+    }),
+    Scenario("expedition", "outdoor expeditions", {
+        "company": "a mountaineering team", "container": "the summit porter's pack",
+        "item_prefix": "Kit ", "weight_unit": "grams", "value_word": "utility", "value_unit": "points",
+        "weight_range": (150, 2500), "value_range": (5, 90), "count_word": "kits",
+    }),
+)
+
+
+class Knapsack01(ProblemFamily):
+    name = "knapsack_01"
+    title = "0-1 knapsack"
+    problem_type = "IP"
+    sense = "max"
+    scenarios = SCENARIOS
+    domains = {"take": "binary"}
+    data_fields = {
+        "items": "list of item names",
+        "weight": "weight of each item, keyed by item",
+        "value": "value of each item, keyed by item",
+        "capacity": "most total weight that can be taken",
+        "max_items": "most items that can be taken",
+        "required": "items that must be taken (may be empty)",
+    }
+    model_code = '''\
+model = pyo.ConcreteModel()
+model.I = pyo.Set(initialize=data["items"])
+model.take = pyo.Var(model.I, domain=pyo.Binary)
+
+model.obj = pyo.Objective(expr=sum(data["value"][i] * model.take[i] for i in model.I), sense=pyo.maximize)
+model.capacity = pyo.Constraint(expr=sum(data["weight"][i] * model.take[i] for i in model.I) <= data["capacity"])
+model.max_items = pyo.Constraint(expr=sum(model.take[i] for i in model.I) <= data["max_items"])
+model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.take[i] == 1)
+'''
+
+    def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
+        words = scenario.words
+        n_items = size_for(difficulty, 8, 15, 30)
+        items = [f"{words['item_prefix']}{k}" for k in rng.sample(range(1, 100), n_items)]
+        w_low, w_high = words["weight_range"]
+        v_low, v_high = words["value_range"]
+        weight = {i: rng.randint(w_low, w_high) for i in items}
+        value = {i: rng.randint(v_low, v_high) for i in items}
+        capacity = int(sum(weight.values()) * rng.uniform(0.25, 0.5))
+        max_items = max(2, round(n_items * rng.uniform(0.2, 0.45)))
+        lightest = sorted(items, key=lambda i: weight[i])
+        required = [i for i in lightest[:1] if rng.random() < 0.3]  # sometimes one item is mandatory
+        return {"items": items, "weight": weight, "value": value, "capacity": capacity,
+                "max_items": max_items, "required": required}
+
+    def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
+        # mandatory items that together weigh more than the capacity
+        data = dict(data)
+        required, total = [], 0
+        for i in sorted(data["items"], key=lambda i: -data["weight"][i]):
+            required.append(i)
+            total += data["weight"][i]
+            if total > data["capacity"]:
+                break
+        data["required"] = required
+        data["max_items"] = max(data["max_items"], len(required))
+        return data
+
+    def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        required = set(data["required"])
+        columns = {i: matrix.add_var(f"take[{i}]", 1.0 if i in required else 0.0, 1.0, cost=data["value"][i],
+                                     integer=True) for i in data["items"]}
+        matrix.add_row({columns[i]: data["weight"][i] for i in data["items"]}, upper=data["capacity"],
+                       name="capacity")
+        matrix.add_row({columns[i]: 1.0 for i in data["items"]}, upper=data["max_items"], name="max_items")
+
+    def constraint_rows(self, data: dict, x: dict):
+        take = x["take"]
+        yield Row("capacity", sum(data["weight"][i] * take[i] for i in data["items"]), "<=", data["capacity"])
+        yield Row("max_items", sum(take[i] for i in data["items"]), "<=", data["max_items"])
+        for i in data["required"]:
+            yield Row(f"required[{i}]", take[i], "==", 1)
+
+    def objective_value(self, data: dict, x: dict) -> float:
+        return sum(data["value"][i] * x["take"][i] for i in data["items"])
+
+    def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
+        chosen = [i for i in data["items"] if x["take"][i] > 0.5]
+        weight = sum(data["weight"][i] for i in chosen)
+        return (f"- take {join_names(chosen)}\n- total weight {fmt(weight)} of {fmt(data['capacity'])} "
+                f"{scenario.words['weight_unit']}; {len(chosen)} of at most {fmt(data['max_items'])} items")
+
+    def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
+        words = scenario.words
+        items = data["items"]
+        unit, value_word, value_unit = words["weight_unit"], words["value_word"], words["value_unit"]
+        intro = {
+            "cargo": f"{words['company'].capitalize()} can load {words['container']} with some of "
+                     f"{len(items)} waiting {words['count_word']}.",
+            "satellite": f"{words['company'].capitalize()} is choosing the instruments for {words['container']} "
+                         f"from {len(items)} candidate {words['count_word']}.",
+            "expedition": f"{words['company'].capitalize()} must decide what goes into {words['container']} "
+                          f"from {len(items)} {words['count_word']}.",
+        }[scenario.key]
+        limits = (f"The total weight may not exceed {fmt(data['capacity'])} {unit}, and at most "
+                  f"{fmt(data['max_items'])} {words['count_word']} fit.")
+        if data["required"]:
+            limits += f" {join_names(data['required'])} must be included."
+        question = (f"Each item is taken whole or not at all. Which {words['count_word']} should be chosen to "
+                    f"maximize the total {value_word}, and what is that total?")
+        if representation == "text":
+            listing = "; ".join(f"{i} weighs {fmt(data['weight'][i])} {unit} and is worth "
+                                f"{fmt(data['value'][i])} {value_unit}" for i in items)
+            return f"{intro} {listing}. {limits} {question}"
+        if representation == "table":
+            table = markdown_table(["item", f"weight ({unit})", f"{value_word} ({value_unit})"],
+                                   [[i, data["weight"][i], data["value"][i]] for i in items])
+            return f"{intro}\n\n{table}\n\n{limits} {question}"
+        if representation == "file":
+            return f"{intro} {question}\n\n{describe_data_file(self.data_fields)}"
+        raise ValueError(f"unknown representation {representation!r}")
+
+    def formulation(self, data: dict) -> str:
+        return (
+            "**Sets**: items $I$, mandatory items $M \\subseteq I$.\n\n"
+            "**Parameters**: weight $w_i$, value $v_i$, capacity $W$, item limit $K$.\n\n"
+            "**Variables**: $x_i \\in \\{0, 1\\}$, 1 when item $i$ is taken.\n\n"
+            "$$\n\\begin{aligned}\n\\max\\ & \\sum_{i \\in I} v_i x_i \\\\\n"
+            "\\text{s.t.}\\ & \\sum_{i \\in I} w_i x_i \\le W \\\\\n"
+            "& \\sum_{i \\in I} x_i \\le K \\\\\n"
+            "& x_i = 1 && \\forall i \\in M \\\\\n"
+            "& x_i \\in \\{0, 1\\} && \\forall i \\in I\n\\end{aligned}\n$$"
+        )
+
+
+FAMILY = Knapsack01()

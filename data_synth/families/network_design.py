@@ -1,0 +1,260 @@
+"""Fixed-charge network design (MILP): choose which candidate links of a network to open (each with a
+fixed opening cost and a capacity) and route flow from supply nodes through hubs to demand nodes,
+minimizing opening plus per-unit flow costs."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from data_synth.family import (
+    MatrixModel,
+    ProblemFamily,
+    Row,
+    Scenario,
+    describe_data_file,
+    fmt,
+    join_names,
+    markdown_table,
+    size_for,
+)
+
+SCENARIOS = (
+    Scenario("freight", "freight logistics", {
+        "company": "a less-than-truckload carrier", "link": "linehaul lane", "open": "operate",
+        "sources": ["Port Gate", "Rail Yard", "Airport Cargo"], "hubs": ["Hub North", "Hub South", "Hub West"],
+        "sinks": ["Springfield", "Riverton", "Lakeview", "Hillcrest"], "unit": "pallets per day",
+        "money": "dollars", "fixed_words": "daily cost of running the lane",
+    }),
+    Scenario("gas", "energy infrastructure", {
+        "company": "a regional gas utility", "link": "pipeline segment", "open": "build",
+        "sources": ["Well Field A", "Well Field B", "LNG Terminal"], "hubs": ["Compressor 1", "Compressor 2",
+                                                                            "Compressor 3"],
+        "sinks": ["Power Plant", "Steel Mill", "City Gate East", "City Gate West"], "unit": "thousand m3 per day",
+        "money": "dollars per day", "fixed_words": "daily capital charge for building it",
+    }),
+    Scenario("fibre", "telecommunications", {
+        "company": "a fibre network operator", "link": "fibre link", "open": "lease",
+        "sources": ["Data Centre 1", "Data Centre 2", "Cable Landing"], "hubs": ["Exchange A", "Exchange B",
+                                                                               "Exchange C"],
+        "sinks": ["Business Park", "University", "Hospital", "Suburb"], "unit": "Gbps",
+        "money": "dollars per month", "fixed_words": "monthly lease",
+    }),
+)
+
+
+def max_flow_value(nodes: list[str], capacity: dict[tuple[str, str], float], source: str, sink: str) -> float:
+    """Edmonds-Karp maximum flow, used only to make sure a sampled network can carry all demand."""
+    residual = dict(capacity)
+    for (a, b) in list(capacity):
+        residual.setdefault((b, a), 0.0)
+    neighbours: dict[str, list[str]] = {n: [] for n in nodes}
+    for (a, b) in residual:
+        neighbours[a].append(b)
+    total = 0.0
+    while True:
+        parent = {source: source}
+        queue = deque([source])
+        while queue and sink not in parent:
+            a = queue.popleft()
+            for b in neighbours[a]:
+                if b not in parent and residual[a, b] > 1e-9:
+                    parent[b] = a
+                    queue.append(b)
+        if sink not in parent:
+            return total
+        path, b = [], sink
+        while b != source:
+            path.append((parent[b], b))
+            b = parent[b]
+        push = min(residual[edge] for edge in path)
+        for a, b in path:
+            residual[a, b] -= push
+            residual[b, a] += push
+        total += push
+
+
+class NetworkDesign(ProblemFamily):
+    name = "network_design"
+    title = "Fixed-charge network design"
+    problem_type = "MILP"
+    sense = "min"
+    scenarios = SCENARIOS
+    domains = {"flow": "nonnegative", "build": "binary"}
+    data_fields = {
+        "nodes": "list of node names",
+        "supply": "most each supply node can send, keyed by supply node",
+        "demand": "amount each demand node must receive, keyed by demand node (hubs are in neither)",
+        "links": "list of candidate links, each {\"from\", \"to\", \"capacity\", \"unit_cost\", \"fixed_cost\"}: "
+                 "a one-way link, its capacity, its cost per unit of flow and its fixed cost if opened",
+    }
+    model_code = '''\
+model = pyo.ConcreteModel()
+links = [(link["from"], link["to"]) for link in data["links"]]
+info = {(link["from"], link["to"]): link for link in data["links"]}
+model.flow = pyo.Var(links, domain=pyo.NonNegativeReals)
+model.build = pyo.Var(links, domain=pyo.Binary)  # the link is opened
+
+model.obj = pyo.Objective(
+    expr=sum(info[a]["fixed_cost"] * model.build[a] + info[a]["unit_cost"] * model.flow[a] for a in links),
+    sense=pyo.minimize,
+)
+
+def net_outflow(model, node):
+    return (sum(model.flow[i, j] for (i, j) in links if i == node)
+            - sum(model.flow[i, j] for (i, j) in links if j == node))
+
+# supply nodes send at most their supply; demand nodes receive exactly their demand; hubs pass flow on
+def balance(model, node):
+    if node in data["supply"]:
+        return net_outflow(model, node) <= data["supply"][node]
+    return net_outflow(model, node) == -data["demand"].get(node, 0)
+
+model.balance = pyo.Constraint(data["nodes"], rule=balance)
+
+# flow only on opened links, up to their capacity
+def capacity(model, i, j):
+    return model.flow[i, j] <= info[i, j]["capacity"] * model.build[i, j]
+
+model.capacity = pyo.Constraint(links, rule=capacity)
+'''
+
+    def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
+        words = scenario.words
+        n_sources = size_for(difficulty, 2, 2, 3)
+        n_hubs = size_for(difficulty, 2, 3, 3)
+        n_sinks = size_for(difficulty, 2, 3, 4)
+        sources = words["sources"][:n_sources]
+        hubs = words["hubs"][:n_hubs]
+        sinks = words["sinks"][:n_sinks]
+        demand = {k: rng.randint(4, 20) * 10 for k in sinks}
+        total = sum(demand.values())
+        supply = {s: int(total * rng.uniform(0.6, 0.9)) // 10 * 10 for s in sources}
+        candidate = [(s, h) for s in sources for h in hubs] + [(h, k) for h in hubs for k in sinks]
+        # a few direct links that skip the hubs
+        direct = [(s, k) for s in sources for k in sinks]
+        candidate += rng.sample(direct, n_sinks // 2 + 1)
+        capacity, unit_cost, fixed_cost = {}, {}, {}
+        for a, b in candidate:
+            through = supply[a] if a in supply else demand[b]
+            capacity[a, b] = max(20, int(through * rng.uniform(0.5, 1.1)) // 10 * 10)
+            unit_cost[a, b] = rng.randint(2, 9) if (a in supply) == (b in demand) else rng.randint(1, 5)
+            fixed_cost[a, b] = rng.randint(10, 60) * 10
+        # raise capacities until the whole network can carry all demand (checked with a max-flow)
+        nodes = [*sources, *hubs, *sinks]
+        while True:
+            arcs = dict(capacity)
+            arcs.update({("super source", s): supply[s] for s in sources})
+            arcs.update({(k, "super sink"): demand[k] for k in sinks})
+            if max_flow_value([*nodes, "super source", "super sink"], arcs, "super source", "super sink") >= total:
+                break
+            for key in capacity:
+                capacity[key] += 10
+        links = [{"from": a, "to": b, "capacity": capacity[a, b], "unit_cost": unit_cost[a, b],
+                  "fixed_cost": fixed_cost[a, b]} for a, b in candidate]
+        return {"nodes": nodes, "supply": supply, "demand": demand, "links": links}
+
+    def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
+        # one demand node needs more than all links into it can carry
+        sink = rng.choice(sorted(data["demand"]))
+        inbound = sum(link["capacity"] for link in data["links"] if link["to"] == sink)
+        return {**data, "demand": {**data["demand"], sink: inbound + 10}}
+
+    def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        moved, opened = {}, {}
+        for link in data["links"]:
+            key = (link["from"], link["to"])
+            moved[key] = matrix.add_var(f"flow[{key[0]},{key[1]}]", cost=link["unit_cost"])
+            opened[key] = matrix.add_var(f"build[{key[0]},{key[1]}]", 0, 1, cost=link["fixed_cost"], integer=True)
+            matrix.add_row({moved[key]: 1.0, opened[key]: -link["capacity"]}, upper=0.0,
+                           name=f"capacity[{key[0]},{key[1]}]")
+        for node in data["nodes"]:
+            row: dict[int, float] = {}
+            for (a, b), column in moved.items():
+                if a == node:
+                    row[column] = row.get(column, 0.0) + 1.0
+                if b == node:
+                    row[column] = row.get(column, 0.0) - 1.0
+            if node in data["supply"]:
+                matrix.add_row(row, upper=data["supply"][node], name=f"balance[{node}]")
+            else:
+                need = -data["demand"].get(node, 0)
+                matrix.add_row(row, lower=need, upper=need, name=f"balance[{node}]")
+
+    def constraint_rows(self, data: dict, x: dict):
+        flow, build = x["flow"], x["build"]
+        for node in data["nodes"]:
+            out = sum(flow[link["from"], link["to"]] for link in data["links"] if link["from"] == node)
+            into = sum(flow[link["from"], link["to"]] for link in data["links"] if link["to"] == node)
+            if node in data["supply"]:
+                yield Row(f"balance[{node}]", out - into, "<=", data["supply"][node])
+            else:
+                yield Row(f"balance[{node}]", out - into, "==", -data["demand"].get(node, 0))
+        for link in data["links"]:
+            key = (link["from"], link["to"])
+            yield Row(f"capacity[{key[0]},{key[1]}]", flow[key], "<=", link["capacity"] * build[key])
+
+    def objective_value(self, data: dict, x: dict) -> float:
+        return sum(link["fixed_cost"] * x["build"][link["from"], link["to"]]
+                   + link["unit_cost"] * x["flow"][link["from"], link["to"]] for link in data["links"])
+
+    def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
+        words = scenario.words
+        link_word, unit, money = words["link"], words["unit"], words["money"]
+        sources, sinks = list(data["supply"]), list(data["demand"])
+        hubs = [n for n in data["nodes"] if n not in data["supply"] and n not in data["demand"]]
+        intro = (f"{words['company'][0].upper()}{words['company'][1:]} is designing its network. Flow starts at "
+                 f"{join_names(sources)}, can pass through {join_names(hubs)}, and must reach {join_names(sinks)}. "
+                 f"Each candidate {link_word} is one-way; it can only carry flow if the company decides to "
+                 f"{words['open']} it, which costs a fixed amount (the {words['fixed_words']}), and then it carries "
+                 f"at most its capacity at a cost per unit of flow. Intermediate nodes neither create nor absorb flow.")
+        question = (f"Which {link_word}s should be opened, and how much should flow on each, to deliver every "
+                    f"demand at minimum total cost (fixed costs plus flow costs)? What is the minimum total cost "
+                    f"in {money}?")
+        if representation == "text":
+            supply = ", ".join(f"{s} can send at most {fmt(data['supply'][s])}" for s in sources)
+            demand = ", ".join(f"{k} needs {fmt(data['demand'][k])}" for k in sinks)
+            links = " ".join(f"{link['from']} to {link['to']}: capacity {fmt(link['capacity'])}, "
+                             f"{fmt(link['unit_cost'])} per unit, fixed cost {fmt(link['fixed_cost'])}."
+                             for link in data["links"])
+            return (f"{intro} Amounts are in {unit} and costs in {money}. {supply}; {demand}. Candidate "
+                    f"{link_word}s: {links} {question}")
+        if representation == "table":
+            nodes = markdown_table(["node", f"supply ({unit})", f"demand ({unit})"],
+                                   [[s, data["supply"][s], ""] for s in sources]
+                                   + [[k, "", data["demand"][k]] for k in sinks])
+            links = markdown_table(["from", "to", f"capacity ({unit})", f"cost per unit ({money})",
+                                    f"fixed cost ({money})"],
+                                   [[link["from"], link["to"], link["capacity"], link["unit_cost"], link["fixed_cost"]]
+                                    for link in data["links"]])
+            return f"{intro}\n\n{nodes}\n\n{links}\n\n{question}"
+        if representation == "file":
+            return f"{intro}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+        raise ValueError(f"unknown representation {representation!r}")
+
+    def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
+        words = scenario.words
+        lines = []
+        for link in data["links"]:
+            key = (link["from"], link["to"])
+            if x["build"][key] > 0.5:
+                lines.append(f"- {key[0]} -> {key[1]}: {fmt(round(x['flow'][key], 6))} of "
+                             f"{fmt(link['capacity'])} {words['unit']}")
+        return f"Opened {words['link']}s and their flows:\n" + "\n".join(lines)
+
+    def formulation(self, data: dict) -> str:
+        return (
+            "**Sets**: nodes $N$ (supply nodes $S$, demand nodes $D$, hubs), candidate links $A$.\n\n"
+            "**Parameters**: supply $s_i$, demand $d_i$, capacity $u_{ij}$, unit cost $c_{ij}$, fixed cost "
+            "$f_{ij}$.\n\n"
+            "**Variables**: $x_{ij} \\ge 0$ (flow on link $(i,j)$), $y_{ij} \\in \\{0,1\\}$ (link opened).\n\n"
+            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{(i,j) \\in A} (f_{ij} y_{ij} + c_{ij} x_{ij}) \\\\\n"
+            "\\text{s.t.}\\ & \\sum_{(i,j) \\in A} x_{ij} - \\sum_{(j,i) \\in A} x_{ji} \\le s_i && \\forall i \\in S \\\\\n"
+            "& \\sum_{(i,j) \\in A} x_{ij} - \\sum_{(j,i) \\in A} x_{ji} = -d_i && \\forall i \\in N \\setminus S "
+            "\\quad (d_i = 0 \\text{ at hubs}) \\\\\n"
+            "& x_{ij} \\le u_{ij} y_{ij} && \\forall (i,j) \\in A \\\\\n"
+            "& x_{ij} \\ge 0,\\ y_{ij} \\in \\{0,1\\}\n\\end{aligned}\n$$"
+        )
+
+
+FAMILY = NetworkDesign()

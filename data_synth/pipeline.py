@@ -1,0 +1,517 @@
+"""The synthesis pipeline behind `trex synth`: sample, verify, render, write; deterministic and resumable.
+
+Candidates are numbered per split ("train", "eval"); candidate `i` of a split draws everything (family,
+difficulty, scenario, instance, infeasible or not, representation, answer style) from its own random
+generator seeded by (split, seed, i), so any worker, in any order, makes the same candidate, and the
+eval split is a disjoint stream. Workers verify candidates (data_synth.verify); the main process takes
+the results in index order, drops duplicate statements (the first one wins), and keeps the first `n`
+verified problems.
+
+Candidates are processed in blocks of `block_size`. A finished block's files (problem records, CPT
+documents, SFT samples, rejects) are written atomically and then its marker `blocks/<split>-<b>.json`
+(also atomic); a re-run skips marked blocks and rewrites the rest, so a killed run resumes to exactly
+the records an uninterrupted run writes. At the end the rejects are merged into `rejects.jsonl`, the
+eval split becomes `eval/test.jsonl` with its data files, and the manifest is written last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from data_synth.config import SynthConfig
+from data_synth.family import DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
+from data_synth.render import (
+    cpt_document,
+    eval_item,
+    program_data,
+    render_program,
+    sft_sample,
+)
+
+SPLITS = ("train", "eval")
+ANSWER_STYLES = ("model", "model_program", "program")
+STAGE = "synth"
+
+
+# ------------------------------------------------------------------------------------- configuration
+
+def check_config(config: SynthConfig, where: str = "[synth]") -> None:
+    """Raise ValueError, naming the key and the fix, for settings that cannot work."""
+    from data_synth.families import all_families
+
+    available = all_families()
+    for key in ("families", "holdout_families"):
+        unknown = [name for name in getattr(config, key) if name not in available]
+        if unknown:
+            raise ValueError(f"{where}.{key}: unknown families {', '.join(unknown)}; available: "
+                             f"{', '.join(available)}")
+    for key, allowed in (("difficulty", DIFFICULTIES), ("representations", REPRESENTATIONS),
+                         ("answer_styles", ANSWER_STYLES)):
+        weights = getattr(config, key)
+        unknown = [name for name in weights if name not in allowed]
+        if unknown:
+            raise ValueError(f"{where}.{key}: unknown keys {', '.join(unknown)}; use {', '.join(allowed)}")
+        if any(value < 0 for value in weights.values()) or sum(weights.values()) <= 0:
+            raise ValueError(f"{where}.{key}: weights must be >= 0 with a positive sum, got {weights}")
+    if config.n < 0 or config.eval_n < 0:
+        raise ValueError(f"{where}.n and eval_n must be >= 0")
+    if not 0.0 <= config.infeasible_share <= 1.0:
+        raise ValueError(f"{where}.infeasible_share must lie in [0, 1], got {config.infeasible_share}")
+    if config.block_size < 1:
+        raise ValueError(f"{where}.block_size must be >= 1")
+    if bool(config.teacher_endpoint) != bool(config.teacher_model):
+        raise ValueError(f"{where}: give both teacher_endpoint and teacher_model (--teacher-endpoint URL "
+                         "--teacher-model M), or neither")
+    if not split_families(config, "train") and config.n:
+        raise ValueError(f"{where}: every family is held out; nothing is left for training")
+
+
+def split_families(config: SynthConfig, split: str) -> list[ProblemFamily]:
+    """The families a split draws from: eval uses all selected ones, train leaves the held-out out."""
+    from data_synth.families import all_families
+
+    families = all_families()
+    names = config.families or list(families)
+    if split == "train":
+        names = [name for name in names if name not in set(config.holdout_families)]
+    return [families[name] for name in sorted(names)]
+
+
+def fingerprint_config(config: SynthConfig) -> dict:
+    """The settings that decide the output (workers and the output folder do not)."""
+    settings = dataclasses.asdict(config)
+    for key in ("workers", "out", "teacher_timeout"):
+        settings.pop(key)
+    return settings
+
+
+# ---------------------------------------------------------------------------------------- candidates
+
+@dataclass
+class Candidate:
+    split: str
+    index: int
+    seed: int
+    family: ProblemFamily
+    difficulty: str
+    scenario: Scenario
+    data: dict
+    infeasible: bool
+    representation: str
+    answer_style: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.split}-s{self.seed}-{self.index:06d}"
+
+
+def _weighted(rng: random.Random, weights: dict[str, float], order: tuple[str, ...]) -> str:
+    names = [name for name in order if weights.get(name, 0) > 0]
+    return rng.choices(names, weights=[weights[name] for name in names])[0]
+
+
+def make_candidate(config: SynthConfig, split: str, index: int,
+                   families: list[ProblemFamily] | None = None) -> Candidate:
+    """Candidate `index` of `split`: every draw comes from a generator seeded by (split, seed, index)."""
+    families = families if families is not None else split_families(config, split)
+    rng = random.Random(f"trex-synth:{split}:{config.seed}:{index}")
+    family = families[rng.randrange(len(families))]
+    difficulty = _weighted(rng, config.difficulty, DIFFICULTIES)
+    scenario = rng.choice(family.scenarios)
+    data = family.sample(rng, difficulty, scenario)
+    infeasible = False
+    if rng.random() < config.infeasible_share:
+        variant = family.make_infeasible(data, rng)
+        if variant is not None:
+            data, infeasible = variant, True
+    representation = _weighted(rng, config.representations, REPRESENTATIONS)
+    answer_style = _weighted(rng, config.answer_styles, ANSWER_STYLES)
+    return Candidate(split, index, config.seed, family, difficulty, scenario, data, infeasible,
+                     representation, answer_style)
+
+
+def statement_hash(record: dict) -> str:
+    """Hash of the problem as posed (the duplicate check): the statement lower-cased with whitespace
+    collapsed, plus the attached data.json for the "file" representation, whose statement alone is the
+    same for every instance of a scenario."""
+    normalized = re.sub(r"\s+", " ", record["statement"].strip().lower())
+    if record.get("data") is not None:
+        normalized += "\n" + json.dumps(record["data"], sort_keys=True)
+    return hashlib.sha256(normalized.encode()).hexdigest()
+
+
+def _index_key(index) -> str:
+    if index is None:
+        return ""
+    if isinstance(index, tuple):
+        return ",".join(str(part) for part in index)
+    return str(index)
+
+
+# ------------------------------------------------------------------------------------- worker side
+
+class _WorkerState:
+    config: SynthConfig | None = None
+    runner = None
+    families: dict[str, list[ProblemFamily]] = {}
+
+
+def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
+    """Per-process setup: the program runner, quiet Pyomo logs, HiGHS's banner kept off stdout."""
+    import sys
+
+    import highspy
+
+    from data_synth.runner import ProgramRunner, die_with_parent
+
+    if silence_stdout:  # a pool worker: go down with the main process, however it ends
+        die_with_parent()
+    logging.getLogger("pyomo").setLevel(logging.CRITICAL)  # failures are recorded as reject details
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    try:
+        highspy.Highs()  # the one-time banner goes to /dev/null
+    finally:
+        if not silence_stdout:  # in-process use: give stdout back to the console
+            os.dup2(saved, 1)
+        os.close(saved)
+    _WorkerState.config = config
+    _WorkerState.runner = ProgramRunner(memory_mb=config.program_memory_mb)
+    if silence_stdout:  # a pool worker: close the runner (and reap its server) when the worker exits
+        from multiprocessing.util import Finalize
+
+        Finalize(_WorkerState, close_worker, exitpriority=10)
+    _WorkerState.families = {split: split_families(config, split) for split in SPLITS}
+
+
+def close_worker() -> None:
+    if _WorkerState.runner is not None:
+        _WorkerState.runner.close()
+        _WorkerState.runner = None
+
+
+def process_candidate(task: tuple[str, int]) -> dict:
+    """Make and verify one candidate; return {"index", "record", "cpt", "sft"} or {"index", "reject"}."""
+    from data_synth.verify import verify_instance
+
+    split, index = task
+    config = _WorkerState.config
+    started = time.perf_counter()
+    try:
+        candidate = make_candidate(config, split, index, _WorkerState.families[split])
+    except Exception as error:
+        return {"index": index, "seconds": {"total": time.perf_counter() - started},
+                "reject": {"id": f"{split}-s{config.seed}-{index:06d}", "family": None, "difficulty": None,
+                           "reason": "sample_error", "detail": f"{type(error).__name__}: {error}"}}
+    family, data = candidate.family, candidate.data
+    reject_base = {"id": candidate.id, "family": family.name, "difficulty": candidate.difficulty}
+    try:
+        statement = family.render_statement(data, candidate.scenario, candidate.representation)
+        formulation = family.formulation(data)
+        program = render_program(family, data, candidate.representation)
+    except Exception as error:
+        return {"index": index, "seconds": {"total": time.perf_counter() - started},
+                "reject": {**reject_base, "reason": "render_error", "detail": f"{type(error).__name__}: {error}"}}
+    verification = verify_instance(
+        family, data, program, program_data(data, candidate.representation), _WorkerState.runner,
+        expect_infeasible=candidate.infeasible, program_timeout=config.program_timeout,
+        solver_time_limit=config.solver_time_limit)
+    seconds = dict(verification.seconds)
+    if not verification.passed:
+        seconds["total"] = time.perf_counter() - started
+        return {"index": index, "seconds": seconds,
+                "reject": {**reject_base, "reason": verification.reject_reason,
+                           "detail": verification.reject_detail}}
+    statement_source = "template"
+    teacher_outcome = None
+    if config.teacher_endpoint and candidate.representation == "text":
+        from data_synth.teacher import rewrite_statement
+
+        rewrite = rewrite_statement(statement, data, verification.objective, config.teacher_endpoint,
+                                    config.teacher_model, timeout=config.teacher_timeout)
+        teacher_outcome = rewrite.outcome
+        if rewrite.accepted:
+            statement, statement_source = rewrite.text, "teacher"
+    solution_values = {name: {_index_key(i): v for i, v in values.items() if v is not None and abs(v) > 1e-9}
+                       for name, values in verification.x.items()}
+    record = {
+        "id": candidate.id,
+        "split": split,
+        "family": family.name,
+        "problem_type": family.problem_type,
+        "sense": family.sense,
+        "difficulty": candidate.difficulty,
+        "scenario": candidate.scenario.key,
+        "industry": candidate.scenario.industry,
+        "representation": candidate.representation,
+        "answer_style": candidate.answer_style,
+        "seed": config.seed,
+        "index": index,
+        "parameters": data,
+        "statement": statement,
+        "statement_source": statement_source,
+        "formulation": formulation,
+        "program": program,
+        "data": program_data(data, candidate.representation),
+        "status": verification.status,
+        "objective": verification.objective,
+        "solution": {"status": verification.status, "objective": verification.objective,
+                     "variables": solution_values},
+        "verification": [check.as_dict() for check in verification.checks],
+        "difficulty_measures": {
+            "variables": sum(len(values) for values in verification.x.values()),
+            "constraints": sum(1 for _ in family.constraint_rows(data, verification.x)) if verification.x else None,
+        },
+    }
+    matrix = verification.matrix
+    cpt = {"id": candidate.id, "family": family.name,
+           "text": cpt_document(record, family, candidate.scenario, verification.x,
+                                matrix.row_duals if matrix else {}, matrix.reduced_costs if matrix else {})}
+    sft = sft_sample(record, candidate.answer_style)
+    seconds["total"] = time.perf_counter() - started
+    return {"index": index, "seconds": seconds, "record": record, "cpt": cpt, "sft": sft,
+            "teacher": teacher_outcome}
+
+
+# ---------------------------------------------------------------------------------------- main side
+
+@dataclass
+class Progress:
+    split: str
+    kept: int
+    target: int
+    rejected: int
+    candidates: int
+
+
+@dataclass
+class SynthResult:
+    out: Path
+    state: str  # "done" when the folder was already finished
+    counts: dict = field(default_factory=dict)
+    per_family: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+
+
+def _jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class _Executor:
+    """Runs `process_candidate` over tasks in a process pool (or in this process for one worker),
+    yielding results in task order. At most `window` tasks are in flight, so stopping early wastes
+    little and the pool can be closed gracefully (each worker then closes its program runner)."""
+
+    def __init__(self, config: SynthConfig) -> None:
+        self.config = config
+        self.pool = None
+        self.window = 4 * max(1, config.workers)
+        if config.workers > 1:
+            import multiprocessing
+
+            # spawn: the parent may run rich's refresh thread; a fork would copy its locks
+            context = multiprocessing.get_context("spawn")
+            self.pool = context.Pool(config.workers, initializer=init_worker, initargs=(config,))
+        else:
+            init_worker(config, silence_stdout=False)
+
+    def map(self, tasks: list[tuple[str, int]]):
+        if self.pool is None:
+            yield from map(process_candidate, tasks)
+            return
+        pending: deque = deque()
+        remaining = iter(tasks)
+        for task in itertools.islice(remaining, self.window):
+            pending.append(self.pool.apply_async(process_candidate, (task,)))
+        while pending:
+            result = pending.popleft().get()
+            task = next(remaining, None)
+            if task is not None:
+                pending.append(self.pool.apply_async(process_candidate, (task,)))
+            yield result
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()  # lets the few in-flight tasks finish, then workers exit cleanly
+            self.pool.join()
+        else:
+            close_worker()
+
+
+def _block_paths(out: Path, split: str, block: int) -> dict[str, Path]:
+    name = f"shard-{block:05d}.jsonl"
+    if split == "train":
+        paths = {"problems": out / "problems" / name, "cpt": out / "cpt_docs" / name, "sft": out / "sft" / name}
+    else:
+        paths = {"problems": out / "eval" / "problems" / name}
+    paths["rejects"] = out / "blocks" / f"{split}-{block:05d}.rejects.jsonl"
+    paths["marker"] = out / "blocks" / f"{split}-{block:05d}.json"
+    return paths
+
+
+def run_synth(config: SynthConfig, out: Path, force: bool = False,
+              on_progress: Callable[[Progress], None] | None = None,
+              recipe=None) -> SynthResult:
+    """Synthesize into `out` (a stage folder); see the module docstring."""
+    from trex_cli.artifacts import StageFolder, StageState, write_json_atomic, write_text_atomic
+
+    check_config(config)
+    out = Path(out)
+    stage = StageFolder(out, STAGE, fingerprint_config(config), force=force)
+    state = stage.prepare()
+    if state == StageState.DONE:
+        manifest = stage.read()
+        return SynthResult(out, "done", manifest.get("counts", {}), manifest.get("per_family", {}))
+    if recipe is not None:
+        recipe.save_resolved(out, ["run", "synth"])
+    else:
+        from trex_cli.recipe import dumps_toml
+
+        write_text_atomic(out / "recipe.resolved.toml", dumps_toml({"synth": dataclasses.asdict(config)}))
+
+    seen_hashes: set[str] = set()
+    timing = Counter()
+    teacher = Counter()
+    per_family: dict[str, Counter] = defaultdict(Counter)
+    executor: _Executor | None = None
+    wall_started = time.perf_counter()
+    verified_new = 0
+    try:
+        for split in SPLITS:
+            target = config.n if split == "train" else config.eval_n
+            kept = rejected = candidates = 0
+            block = 0
+            if on_progress and target:
+                on_progress(Progress(split, 0, target, 0, 0))
+            while kept < target:
+                paths = _block_paths(out, split, block)
+                first = block * config.block_size
+                tasks = [(split, i) for i in range(first, first + config.block_size)]
+                if paths["marker"].is_file():  # finished earlier: take its statements and counts
+                    marker = json.loads(paths["marker"].read_text())
+                    records = _read_jsonl(paths["problems"])
+                    rejects = _read_jsonl(paths["rejects"])
+                    if len(records) != marker["kept"]:
+                        raise ValueError(f"{paths['problems']} does not match its marker; rerun with --force")
+                    seen_hashes.update(statement_hash(r) for r in records)
+                else:
+                    if executor is None:
+                        executor = _Executor(config)
+                    records, cpts, sfts, rejects = [], [], [], []
+                    for result in executor.map(tasks):
+                        candidates += 1
+                        for key, value in result["seconds"].items():
+                            timing[key] += value
+                        if result.get("teacher"):
+                            teacher[result["teacher"]] += 1
+                        if "reject" in result:
+                            rejects.append(result["reject"])
+                        else:
+                            record = result["record"]
+                            digest = statement_hash(record)
+                            if digest in seen_hashes:
+                                rejects.append({"id": record["id"], "family": record["family"],
+                                                "difficulty": record["difficulty"], "reason": "duplicate_statement",
+                                                "detail": "the same problem (normalized statement and data) was kept before"})
+                            else:
+                                seen_hashes.add(digest)
+                                for check in record["verification"]:
+                                    if check["name"] == "quality":
+                                        check["detail"] += "; statement unique"
+                                records.append(record)
+                                cpts.append(result["cpt"])
+                                sfts.append(result["sft"])
+                        if kept + len(records) >= target:
+                            break  # the block ends at the candidate that completes the split
+                        if on_progress:
+                            on_progress(Progress(split, kept + len(records), target,
+                                                 rejected + len(rejects), candidates))
+                    verified_new += len(records)
+                    write_text_atomic(paths["problems"], _jsonl(records))
+                    if split == "train":
+                        write_text_atomic(paths["cpt"], _jsonl(cpts))
+                        write_text_atomic(paths["sft"], _jsonl(sfts))
+                    write_text_atomic(paths["rejects"], _jsonl(rejects))
+                    write_json_atomic(paths["marker"], {"split": split, "block": block, "kept": len(records),
+                                                        "rejected": len(rejects)})
+                for record in records:
+                    counter = per_family[record["family"]]
+                    counter[f"{split}_kept"] += 1
+                    counter["infeasible"] += record["status"] == "infeasible"
+                for reject in rejects:
+                    per_family[reject["family"] or "?"][f"reject:{reject['reason']}"] += 1
+                kept += len(records)
+                rejected += len(rejects)
+                if on_progress:
+                    on_progress(Progress(split, kept, target, rejected, candidates))
+                block += 1
+                if block * config.block_size > 1000 * max(target, 1) + 10_000:
+                    raise RuntimeError(f"{split}: almost every candidate is rejected; see {out}/blocks/*.rejects.jsonl")
+    finally:
+        if executor is not None:
+            executor.close()
+    wall = time.perf_counter() - wall_started
+    return _finish(out, config, stage, per_family, timing, teacher, wall, verified_new)
+
+
+def _finish(out: Path, config: SynthConfig, stage, per_family: dict, timing: Counter, teacher: Counter,
+            wall: float, verified_new: int) -> SynthResult:
+    from trex_cli.artifacts import write_json_atomic, write_text_atomic
+
+    rejects_rows: list[dict] = []
+    for split in SPLITS:
+        for path in sorted((out / "blocks").glob(f"{split}-*.rejects.jsonl")):
+            rejects_rows.extend(_read_jsonl(path))
+    write_text_atomic(out / "rejects.jsonl", _jsonl(rejects_rows))
+
+    eval_records = [r for path in sorted((out / "eval" / "problems").glob("shard-*.jsonl")) for r in _read_jsonl(path)]
+    for record in eval_records:
+        if record["representation"] == "file":
+            write_json_atomic(out / "eval" / "data" / f"{record['id']}.json", record["data"])
+    write_text_atomic(out / "eval" / "test.jsonl", _jsonl([eval_item(r) for r in eval_records]))
+
+    train_count = sum(len(_read_jsonl(p)) for p in sorted((out / "problems").glob("shard-*.jsonl")))
+    reasons = Counter(row["reason"] for row in rejects_rows)
+    families_table = {name: dict(sorted(counter.items())) for name, counter in sorted(per_family.items())}
+    counts = {
+        "problems": train_count,
+        "eval_items": len(eval_records),
+        "cpt_docs": train_count,
+        "sft_samples": train_count,
+        "rejects": len(rejects_rows),
+        "families": len({name for name, c in per_family.items() if c.get("train_kept") or c.get("eval_kept")}),
+        "infeasible": sum(c.get("infeasible", 0) for c in per_family.values()),
+    }
+    summary = {
+        "counts": counts,
+        "reject_reasons": dict(reasons.most_common()),
+        "per_family": families_table,
+        "this_run": {"wall_s": round(wall, 3), "verified": verified_new,
+                     "verified_per_s": round(verified_new / wall, 3) if wall > 0 else None,
+                     "worker_seconds": {k: round(v, 3) for k, v in sorted(timing.items())}},
+        "teacher": dict(teacher),
+    }
+    write_json_atomic(out / "summary.json", summary)
+    stage.finish(counts, {"per_family": families_table, "reject_reasons": dict(reasons.most_common())})
+    return SynthResult(out, "finished", counts, families_table, summary)

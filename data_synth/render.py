@@ -1,0 +1,184 @@
+"""Turn a verified instance into text: the runnable program, the CPT document, SFT samples and the
+held-out benchmark item.
+
+A program is: imports, the data (read from `data.json` for the "file" representation, else a Python
+literal), the family's `model_code`, and one fixed solve footer whose last printed line is
+`Optimal objective value: <repr(float)>` or `Status: infeasible`. Every program has the same shape,
+so a small model can learn it.
+"""
+
+from __future__ import annotations
+
+import json
+import pprint
+
+from data_synth.family import ProblemFamily, Scenario, fmt
+
+OBJECTIVE_PREFIX = "Optimal objective value:"
+INFEASIBLE_LINE = "Status: infeasible"
+
+SOLVE_FOOTER = '''\
+
+solver = pyo.SolverFactory("{solver}")
+solver.options["mip_rel_gap"] = 1e-9  # prove optimality, not within the default 0.01% gap
+results = solver.solve(model, load_solutions=False)
+condition = results.solver.termination_condition
+if condition == pyo.TerminationCondition.optimal:
+    model.solutions.load_from(results)
+    for variable in model.component_objects(pyo.Var):
+        for index in variable:
+            if abs(variable[index].value or 0.0) > 1e-9:
+                print(variable.name, index, variable[index].value)
+    print(f"Optimal objective value: {{float(pyo.value(model.obj))!r}}")
+elif condition in (pyo.TerminationCondition.infeasible, pyo.TerminationCondition.infeasibleOrUnbounded):
+    print("Status: infeasible")
+else:
+    print(f"Status: {{condition}}")
+'''
+
+
+def solver_name(family: ProblemFamily) -> str:
+    """Pyomo's appsi HiGHS interface for linear models (the faster one); its newer "highs" interface for
+    quadratic objectives, which appsi refuses."""
+    return "highs" if family.problem_type == "QP" else "appsi_highs"
+
+
+def render_program(family: ProblemFamily, data: dict, representation: str) -> str:
+    """The self-contained Pyomo + HiGHS program for `data` in this representation."""
+    if representation == "file":
+        head = 'import json\n\nimport pyomo.environ as pyo\n\nwith open("data.json") as f:\n    data = json.load(f)\n'
+    else:
+        literal = pprint.pformat(data, width=100, sort_dicts=False)
+        head = f"import pyomo.environ as pyo\n\ndata = {literal}\n"
+    return f"{head}\n{family.model_code.strip()}\n{SOLVE_FOOTER.format(solver=solver_name(family))}"
+
+
+def program_data(data: dict, representation: str) -> dict | None:
+    """The object the program reads as data.json (only the "file" representation reads one)."""
+    return data if representation == "file" else None
+
+
+def parse_last_line(stdout: str) -> tuple[str | None, float | None]:
+    """("optimal", value), ("infeasible", None) or (None, None) from a program's last output line."""
+    lines = [line.strip() for line in stdout.strip().splitlines() if line.strip()]
+    if not lines:
+        return None, None
+    last = lines[-1]
+    if last.startswith(OBJECTIVE_PREFIX):
+        try:
+            return "optimal", float(last[len(OBJECTIVE_PREFIX):].strip())
+        except ValueError:
+            return None, None
+    if last == INFEASIBLE_LINE:
+        return "infeasible", None
+    return None, None
+
+
+def answer_text(status: str, objective: float | None) -> str:
+    """The benchmark answer: the objective as repr(float), or "No Best Solution" when infeasible."""
+    return repr(float(objective)) if status == "optimal" else "No Best Solution"
+
+
+# ---------------------------------------------------------------------------------------- documents
+
+def _dual_table(title: str, values: dict[str, float], limit: int = 40) -> str:
+    rows = [(name, value) for name, value in values.items() if abs(value) > 1e-9][:limit]
+    if not rows:
+        return f"{title}: all zero."
+    lines = [f"{title}:", "", "| name | value |", "|---|---|"]
+    lines += [f"| `{name}` | {fmt(round(value, 6))} |" for name, value in rows]
+    return "\n".join(lines)
+
+
+def cpt_document(record: dict, family: ProblemFamily, scenario: Scenario, solution_x: dict | None,
+                 row_duals: dict[str, float], reduced_costs: dict[str, float]) -> str:
+    """A Markdown document: business problem, formulation, solution and interpretation, (LP) duals and
+    reduced costs, and the program."""
+    parts = [f"# {family.title}: {scenario.industry}", "", "## Problem", "", record["statement"]]
+    if record["representation"] == "file":
+        parts += ["", "`data.json`:", "", "```json", json.dumps(record["data"], indent=1), "```"]
+    parts += ["", "## Mathematical model", "", record["formulation"], "", "## Solution", ""]
+    if record["status"] == "optimal":
+        parts.append(f"HiGHS proves the instance optimal with objective value {fmt(record['objective'])} "
+                     f"({'maximized' if family.sense == 'max' else 'minimized'}).")
+        parts += ["", family.describe_solution(record["parameters"], solution_x or {}, scenario)]
+        if family.problem_type == "LP" and (row_duals or reduced_costs):
+            parts += ["", "### Sensitivity (LP duals)", "",
+                      "A constraint's dual value is the change of the optimal objective per unit of its "
+                      "right-hand side; a variable's reduced cost is how much its objective coefficient "
+                      "must improve before it enters the solution.", "",
+                      _dual_table("Dual values of the constraints", row_duals), "",
+                      _dual_table("Reduced costs of the variables", reduced_costs)]
+    else:
+        parts.append("The instance is infeasible: no plan satisfies every requirement at once, so there is "
+                     "no optimal objective. A planner must relax a requirement (a contract, a capacity, a "
+                     "demand) before optimizing.")
+    parts += ["", "## Program", "", "```python", record["program"].rstrip(), "```", ""]
+    if record["status"] == "optimal":
+        parts.append(f"Running it prints `{OBJECTIVE_PREFIX} {record['objective']!r}` on its last line.")
+    else:
+        parts.append(f"Running it prints `{INFEASIBLE_LINE}` on its last line.")
+    return "\n".join(parts) + "\n"
+
+
+SYSTEM_PROMPT = ("You are an expert in operations research. Formulate the user's problem as a mathematical "
+                 "optimization model and/or a Python program using Pyomo with the HiGHS solver.")
+
+_STYLE_REQUEST = {
+    "model": "Write the mathematical model (sets, parameters, variables, objective, constraints).",
+    "model_program": "Write the mathematical model, then a Python program using Pyomo and HiGHS that solves "
+                     "it and prints the optimal objective value on its last line.",
+    "program": "Write a Python program using Pyomo and HiGHS that solves it and prints the optimal objective "
+               "value on its last line.",
+}
+
+
+def user_question(record: dict) -> str:
+    """The problem as a user would ask it; the "file" representation shows data.json inline."""
+    text = record["statement"]
+    if record["representation"] == "file":
+        text += ("\n\nThe program must read `data.json` from its working folder. Its content:\n\n```json\n"
+                 + json.dumps(record["data"], separators=(", ", ": ")) + "\n```")
+    return text
+
+
+def sft_sample(record: dict, answer_style: str) -> dict:
+    """One chat sample: system, user (problem + request), assistant (model and/or program)."""
+    if answer_style not in _STYLE_REQUEST:
+        raise ValueError(f"unknown answer style {answer_style!r}; use one of {', '.join(_STYLE_REQUEST)}")
+    program_block = f"```python\n{record['program'].rstrip()}\n```"
+    if answer_style == "program":
+        answer = program_block
+    elif answer_style == "model":
+        answer = record["formulation"]
+        if record["status"] == "optimal":
+            answer += f"\n\nOptimal objective value: {fmt(record['objective'])}"
+        else:
+            answer += "\n\nThe model is infeasible."
+    else:
+        answer = f"{record['formulation']}\n\n{program_block}"
+    return {
+        "id": f"{record['id']}-{answer_style}",
+        "family": record["family"],
+        "representation": record["representation"],
+        "answer_style": answer_style,
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"{user_question(record)}\n\n{_STYLE_REQUEST[answer_style]}"},
+            {"role": "assistant", "content": answer},
+        ],
+    }
+
+
+def eval_item(record: dict) -> dict:
+    """The held-out benchmark item (`eval/test.jsonl` row); the data file path is relative to eval/."""
+    return {
+        "id": record["id"],
+        "en_question": record["statement"],
+        "en_answer": answer_text(record["status"], record["objective"]),
+        "family": record["family"],
+        "difficulty": record["difficulty"],
+        "representation": record["representation"],
+        "data_file": f"data/{record['id']}.json" if record["representation"] == "file" else None,
+        "reference_program": record["program"],
+    }

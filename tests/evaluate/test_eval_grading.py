@@ -1,0 +1,155 @@
+"""Grading rules, answer parsing, printed-objective parsing, outcome classes, pass@k."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from trex_cli.evaluate.grading import (
+    RULES,
+    Prediction,
+    Truth,
+    classify,
+    parse_answer,
+    printed_objective,
+    verdicts,
+)
+from trex_cli.evaluate.report import mean_and_standard_error, pass_at_k
+
+
+def solved(value: float, status: str = "optimal") -> Prediction:
+    """A clean run whose model object and printed line both say `value`."""
+    return Prediction(model_objective=value, status=status, printed_objective=value, exit_ok=True)
+
+
+def test_exponents_are_kept_when_reading_printed_objectives():
+    assert printed_objective("Objective: 1.5e+06\n") == 1.5e6
+    assert printed_objective("Optimal objective value = 2.5E-3") == 0.0025
+    assert printed_objective("Total cost: 1,234.5") == 1234.5
+    # a regex that drops the exponent would read 1.5 and grade this wrong
+    truth = parse_answer("1500000.0")
+    printed_only = Prediction(status="optimal", printed_objective=printed_objective("objective 1.5e+06"), exit_ok=True)
+    assert all(verdicts(printed_only, truth)[rule] for rule in ("strict", "sirl", "opt-engine", "orlm"))
+
+
+def test_the_first_number_after_the_objective_word_is_taken():
+    assert printed_objective("Optimal objective: 12.5 (x1 = 3, y2 = 4)") == 12.5
+    assert printed_objective("x = 3\nObjective = 7\nvalues: 1 2") == 7.0
+    assert printed_objective("no objective line here: 5" .replace("objective", "result")) is None
+
+
+def test_negative_zero_equals_zero_under_every_rule():
+    assert parse_answer("-0.0") == Truth(infeasible=False, value=0.0)
+    assert printed_objective("Objective: -0.0") == 0.0
+    assert math.copysign(1.0, printed_objective("Objective: -0.0")) == 1.0
+    result = verdicts(solved(-0.0), parse_answer("0"))
+    assert all(result.values()), result
+
+
+@pytest.mark.parametrize("marker", ["No Best Solution", " no best solution ", "-9999", "-99999", -9999, "-9999.0"])
+def test_infeasible_markers_parse_as_infeasible(marker):
+    assert parse_answer(marker) == Truth(infeasible=True)
+
+
+def test_answers_that_are_not_numbers_are_errors():
+    with pytest.raises(ValueError, match="neither a number"):
+        parse_answer("about forty")
+    assert parse_answer(None) is None
+    assert parse_answer(" 172666.667") == Truth(infeasible=False, value=172666.667)
+
+
+def test_infeasible_truth_needs_an_infeasible_report():
+    truth = parse_answer("No Best Solution")
+    infeasible_run = Prediction(status="infeasible", printed_infeasible=True, exit_ok=True)
+    result = verdicts(infeasible_run, truth)
+    assert result["strict"] and result["trex-paper"] and result["sirl"] and result["opt-engine"] and result["orlm"]
+    assert not result["optibench"]  # OptiBench's original grader counts infeasible truths wrong
+    optimal_run = verdicts(solved(5.0), truth)
+    assert not any(optimal_run.values())
+
+
+def test_a_timeout_never_earns_credit_even_for_an_infeasible_truth():
+    timed_out = Prediction(timed_out=True, status="unknown")
+    assert not any(verdicts(timed_out, parse_answer("-99999")).values())
+
+
+def test_strict_tolerance_is_relative_beyond_one():
+    truth = parse_answer(2.0e6)
+    assert verdicts(solved(2.0e6 + 1.9), truth)["strict"]  # within 1e-6 * 2e6 = 2
+    assert not verdicts(solved(2.0e6 + 2.1), truth)["strict"]
+    assert not verdicts(solved(2.0e6 + 1.9), truth)["trex-paper"]  # the paper's rule is absolute 1e-6
+    small = parse_answer(0.5)
+    assert verdicts(solved(0.5 + 9e-7), small)["strict"]
+    assert not verdicts(solved(0.5 + 2e-6), small)["strict"]
+
+
+def test_strict_needs_an_optimal_status_and_a_clean_exit():
+    truth = parse_answer(10)
+    assert not verdicts(solved(10.0, status="time_limit"), truth)["strict"]
+    crashed = solved(10.0)
+    crashed.exit_ok = False
+    assert not verdicts(crashed, truth)["strict"]
+    assert verdicts(crashed, truth)["orlm"]  # printed before crashing: the ORLM rule reads the line
+    printed_without_status = Prediction(printed_objective=10.0, exit_ok=True)
+    assert not verdicts(printed_without_status, truth)["strict"]
+    assert verdicts(printed_without_status, truth)["sirl"]
+
+
+def test_orlm_rounds_both_to_integers_half_to_even():
+    orlm = RULES["orlm"].check
+    assert orlm(solved(2.4), parse_answer(2.5))  # round(2.5) == 2 == round(2.4)
+    assert orlm(solved(3.5), parse_answer(4.4))  # 4 vs 4
+    assert not orlm(solved(2.6), parse_answer(2.5))  # 3 vs 2: 50 % off
+    assert orlm(solved(0.4), parse_answer(0.3))  # truth rounds to 0: |round(p)| <= 0.05
+    assert not orlm(solved(0.6), parse_answer(0.3))  # round(0.6) = 1
+    assert orlm(solved(-0.5), parse_answer(0.0))  # round(-0.5) = -0 = 0
+    assert orlm(solved(104.0), parse_answer(100))  # 4 % off
+    assert not orlm(solved(106.0), parse_answer(100))  # 6 % off
+    assert orlm(solved(-104.0), parse_answer(-100))
+
+
+def test_the_other_published_rules_use_their_own_tolerances():
+    truth = parse_answer(100)
+    assert verdicts(solved(100.005), truth)["opt-engine"]
+    assert not verdicts(solved(100.02), truth)["opt-engine"]
+    assert verdicts(solved(100.00005), truth)["optibench"]
+    assert not verdicts(solved(100.0002), truth)["optibench"]
+    assert verdicts(solved(100.00005), truth)["sirl"]  # 5e-5 / 101 < 1e-6
+    assert not verdicts(solved(100.0002), truth)["sirl"]
+
+
+def test_outcome_classes():
+    truth = parse_answer(7)
+
+    def outcome(pred, has_code=True, syntax_ok=True):
+        return classify(has_code=has_code, syntax_ok=syntax_ok, pred=pred,
+                        correct_under_default=verdicts(pred, truth)["strict"], truth=truth)[0]
+
+    assert outcome(solved(7.0)) == "correct"
+    assert outcome(solved(8.0)) == "wrong value"
+    assert outcome(Prediction(status="infeasible", exit_ok=True)) == "infeasible"
+    assert outcome(Prediction(status="unknown", exit_ok=True)) == "no objective"
+    assert outcome(Prediction(status="unknown", exit_ok=False)) == "runtime error"
+    assert outcome(Prediction(timed_out=True)) == "timeout"
+    assert outcome(Prediction(), syntax_ok=False) == "syntax error"
+    assert outcome(Prediction(), has_code=False) == "no code"
+
+
+def test_pass_at_k_is_the_unbiased_estimator():
+    assert pass_at_k(1, 1, 1) == 1.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25)
+    assert pass_at_k(4, 1, 2) == pytest.approx(1 - math.comb(3, 2) / math.comb(4, 2))  # 0.5
+    assert pass_at_k(4, 3, 2) == 1.0
+    assert pass_at_k(5, 0, 3) == 0.0
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+    mean, error = mean_and_standard_error([1.0, 0.0, 1.0, 0.0])
+    assert mean == 0.5 and error == pytest.approx(math.sqrt((4 * 0.25 / 3) / 4))
+
+
+def test_recorded_predictions_from_published_files():
+    assert Prediction.from_value("No Best Solution").status == "infeasible"
+    assert Prediction.from_value("1.5e+06").model_objective == 1.5e6
+    assert Prediction.from_value(None).status == "not_solved"
+    assert Prediction.from_value("oops").status == "not_solved"

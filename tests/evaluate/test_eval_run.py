@@ -1,0 +1,131 @@
+"""Whole evals: the gold backend on a Bench4Opt-style fixture, the file backend with several samples,
+the stage folder (no-op re-runs), the reports, and the `trex eval` commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from eval_fixtures import SILENT_PROGRAM, bench4opt_fixture, en_question_rows, simple_program, write_jsonl
+from typer.testing import CliRunner
+
+from trex_cli.app import app
+from trex_cli.evaluate import EvalConfig, run_eval
+from trex_cli.evaluate.grading import RULES
+
+
+def test_gold_scores_the_bench4opt_fixture_at_100_percent(tmp_path):
+    benchmark = bench4opt_fixture(tmp_path / "b4o")
+    config = EvalConfig(benchmarks=[str(benchmark)], backend="gold", allow_code_execution=True, timeout=30, workers=2)
+    out = tmp_path / "eval" / "gold"
+    results = run_eval(config, out, show_progress=False)
+    scores = results["scores"]["b4o"]
+    assert {rule: scores["rules"][rule]["pass@1"] for rule in RULES} == {rule: 1.0 for rule in RULES}
+    assert scores["outcomes"]["correct"] == 2
+    for key in ("config", "versions", "git_hash", "seeds", "benchmarks", "isolation", "headline_rule"):
+        assert key in results
+    assert results["benchmarks"]["b4o"]["sha256"] and results["scores"]["b4o"]["rules"]["strict"]["pass@1_stderr"] == 0.0
+    assert "## Rule `strict` (headline)" in (out / "report.md").read_text()
+    assert (out / "pass_at_1.png").read_bytes()[:4] == b"\x89PNG"
+    record = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
+    for key in ("program", "stdout", "stderr", "solver_status", "objective", "wall_s", "outcome", "verdicts", "gap"):
+        assert key in record
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["stage"] == "eval" and manifest["counts"]["samples"] == 2
+
+    before = (out / "samples.jsonl").stat().st_mtime_ns
+    again = run_eval(config, out, show_progress=False)  # finished with the same settings: a no-op
+    assert again["scores"] == results["scores"] and (out / "samples.jsonl").stat().st_mtime_ns == before
+
+
+def test_gold_reads_the_objective_of_a_program_that_prints_nothing(tmp_path):
+    benchmark = bench4opt_fixture(tmp_path / "b4o", program=SILENT_PROGRAM)
+    config = EvalConfig(benchmarks=[str(benchmark)], backend="gold", allow_code_execution=True, timeout=30)
+    rules = run_eval(config, tmp_path / "out", show_progress=False)["scores"]["b4o"]["rules"]
+    assert rules["strict"]["pass@1"] == 1.0 and rules["trex-paper"]["pass@1"] == 1.0
+    assert rules["sirl"]["pass@1"] == 0.0  # the printed-objective rules find no line to read
+
+
+def test_execution_must_be_allowed(tmp_path, monkeypatch):
+    monkeypatch.delenv("TREX_ALLOW_CODE_EXECUTION", raising=False)
+    benchmark = bench4opt_fixture(tmp_path / "b4o")
+    with pytest.raises(ValueError, match="--allow-code-execution"):
+        run_eval(EvalConfig(benchmarks=[str(benchmark)], backend="gold"), tmp_path / "out")
+
+
+def completions_file(path, rows):
+    return write_jsonl(path, [{"id": str(i), "sample": s, "completion": text} for i, s, text in rows])
+
+
+def test_file_backend_cli_regrade_and_compare(tmp_path):
+    benchmark = write_jsonl(tmp_path / "bench" / "mini.jsonl", en_question_rows()[:2])
+    right0 = "```python\n" + simple_program("model.x + 2 * model.y", integer=True) + "```"
+    wrong0 = "```python\n" + simple_program("model.x + 2 * model.y") + "```"  # continuous: 7.5
+    right1 = "```python\n" + simple_program("3 * model.x + 2 * model.y") + "```"
+    broken = "```python\nprint('Objective:' 13.5)\n```"
+    good = completions_file(tmp_path / "good.jsonl", [("0", 0, right0), ("0", 1, wrong0), ("1", 0, right1), ("1", 1, right1)])
+    poor = completions_file(tmp_path / "poor.jsonl", [("0", 0, wrong0), ("0", 1, wrong0), ("1", 0, right1), ("1", 1, broken)])
+    runner = CliRunner()
+    base = ["eval", "--benchmark", str(benchmark), "--backend", "file", "--samples", "2", "--allow-code-execution",
+            "--timeout", "30", "--workers", "2"]  # fmt: skip
+    first = runner.invoke(app, base + ["--completions", str(good), "--out", str(tmp_path / "good")])
+    assert first.exit_code == 0, first.output
+    second = runner.invoke(app, base + ["--completions", str(poor), "--out", str(tmp_path / "poor")])
+    assert second.exit_code == 0, second.output
+
+    results = json.loads((tmp_path / "good" / "results.json").read_text())
+    strict = results["scores"]["mini"]["rules"]["strict"]
+    assert strict["pass@1"] == pytest.approx(0.75) and strict["pass@2"] == pytest.approx(1.0)
+    assert strict["correct"] == 3 and strict["samples"] == 4
+    orlm = results["scores"]["mini"]["rules"]["orlm"]
+    assert orlm["correct"] == 3  # the continuous answer 7.5 rounds to 8: 14 % from 7
+    poor_outcomes = json.loads((tmp_path / "poor" / "results.json").read_text())["scores"]["mini"]["outcomes"]
+    assert poor_outcomes["syntax error"] == 1 and poor_outcomes["wrong value"] == 2
+
+    compared = runner.invoke(app, ["eval", "compare", str(tmp_path / "good"), str(tmp_path / "poor")])
+    assert compared.exit_code == 0, compared.output
+    assert "A wins 2" in compared.output and "loses 0" in compared.output
+
+    regraded = runner.invoke(app, ["eval", "regrade", str(tmp_path / "poor" / "samples.jsonl"), "--rule", "sirl",
+                                   "--output", str(tmp_path / "regraded.jsonl")])  # fmt: skip
+    assert regraded.exit_code == 0, regraded.output
+    again = [json.loads(line) for line in (tmp_path / "regraded.jsonl").read_text().splitlines()]
+    original = [json.loads(line) for line in (tmp_path / "poor" / "samples.jsonl").read_text().splitlines()]
+    assert [r["verdicts"] for r in again] == [r["verdicts"] for r in original]
+
+    published = write_jsonl(tmp_path / "published.jsonl", [
+        {"pred": "1.5e+06", "gt": "1500000"}, {"pred": "No Best Solution", "gt": "-99999"}, {"pred": "3.1", "gt": "3"},
+    ])  # fmt: skip
+    outside = runner.invoke(app, ["eval", "regrade", str(published), "--pred-field", "pred", "--answer-field", "gt"])
+    assert outside.exit_code == 0, outside.output
+    assert "│ strict *   │       2 │" in outside.output and "│ orlm       │       3 │" in outside.output
+    missing = runner.invoke(app, ["eval", "regrade", str(published), "--pred-field", "nope", "--answer-field", "gt"])
+    assert missing.exit_code == 1 and "nope" in missing.output
+
+
+def test_cli_refuses_to_run_code_without_permission(tmp_path, monkeypatch):
+    monkeypatch.delenv("TREX_ALLOW_CODE_EXECUTION", raising=False)
+    benchmark = bench4opt_fixture(tmp_path / "b4o")
+    result = CliRunner().invoke(app, ["eval", "--benchmark", str(benchmark), "--backend", "gold", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1 and "--allow-code-execution" in result.output
+
+
+def test_gold_on_trex_s_own_eval_split_with_data_files_and_an_infeasible_item(tmp_path):
+    from eval_fixtures import INSTANCES, OPTIMA, PYOMO_DATA_PROGRAM
+
+    synth = tmp_path / "run" / "synth"
+    (synth / "eval" / "data").mkdir(parents=True)
+    rows = []
+    for index, (instance, optimum) in enumerate(zip(INSTANCES, OPTIMA, strict=True)):
+        (synth / "eval" / "data" / f"p{index}.json").write_text(json.dumps(instance))
+        rows.append({"id": f"p{index}", "en_question": f"Plan {index}.", "en_answer": repr(optimum), "family": "production",
+                     "difficulty": "small", "representation": "file", "data_file": f"data/p{index}.json",
+                     "reference_program": PYOMO_DATA_PROGRAM})  # fmt: skip
+    infeasible = simple_program("model.x", sense="minimize", extra="model.impossible = pyo.Constraint(expr=model.x >= 11)")
+    rows.append({"id": "p9", "en_question": "Impossible plan.", "en_answer": "No Best Solution", "family": "production",
+                 "difficulty": "small", "representation": "text", "data_file": None, "reference_program": infeasible})  # fmt: skip
+    write_jsonl(synth / "eval" / "test.jsonl", rows)
+    config = EvalConfig(benchmarks=["synth"], backend="gold", allow_code_execution=True, timeout=30)
+    results = run_eval(config, tmp_path / "run" / "eval" / "gold", synth_dir=synth, show_progress=False)
+    assert results["scores"]["synth"]["rules"]["strict"]["pass@1"] == 1.0
+    assert results["scores"]["synth"]["items"] == 3

@@ -1,0 +1,98 @@
+"""RMSNorm, partial interleaved RoPE, clamped SwiGLU and Sinkhorn: every implementation against the
+float64 reference, forward and backward, in several shapes and dtypes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from kernels_testing import backend_params, check_against_reference
+
+DTYPES = [torch.float32, torch.bfloat16]
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(3, 17, 64), (2, 5, 4, 96), (1, 1, 512)], ids=str)
+@pytest.mark.parametrize("weighted", [True, False], ids=["weight", "no-weight"])
+def test_rms_norm(backend, dtype, shape, weighted):
+    generator = torch.Generator().manual_seed(hash((shape, weighted)) % 2**31)
+    x = torch.randn(shape, generator=generator) * 3 + 0.5
+    # V4 keeps norm weights in float32 whatever the activations' dtype.
+    weight = torch.randn(shape[-1], generator=generator) if weighted else None
+    check_against_reference(
+        "rms_norm", backend, dtype, [x, weight, 1e-6], cast=[0], differentiable=[0, 1] if weighted else [0]
+    )
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "x_shape, angle_shape",
+    [((2, 7, 3, 80), (2, 7, 32)), ((2, 9, 64), (2, 9, 32)), ((3, 5, 2, 16), (5, 8))],
+    ids=["heads-partial", "single-head-full", "shared-angles"],
+)
+@pytest.mark.parametrize("inverse", [False, True], ids=["forward", "inverse"])
+def test_apply_rope(backend, dtype, x_shape, angle_shape, inverse):
+    generator = torch.Generator().manual_seed(sum(x_shape) + inverse)
+    x = torch.randn(x_shape, generator=generator)
+    angles = torch.rand(angle_shape, generator=generator) * 100
+    check_against_reference(
+        "apply_rope", backend, dtype, [x, angles.cos(), angles.sin(), inverse], cast=[0, 1, 2], differentiable=[0]
+    )
+
+
+def test_rope_leaves_leading_channels_and_inverse_undoes_it():
+    from ascend_kernels import ops
+
+    x = torch.randn(2, 6, 3, 40, dtype=torch.float64)
+    angles = torch.rand(2, 6, 8, dtype=torch.float64) * 10
+    rotated = ops.apply_rope(x, angles.cos(), angles.sin())
+    assert torch.equal(rotated[..., :24], x[..., :24])
+    assert not torch.allclose(rotated[..., 24:], x[..., 24:])
+    restored = ops.apply_rope(rotated, angles.cos(), angles.sin(), inverse=True)
+    torch.testing.assert_close(restored, x)
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(64, 96), (2, 3, 40)], ids=str)
+@pytest.mark.parametrize("limit", [10.0, None], ids=["limit10", "no-limit"])
+def test_swiglu(backend, dtype, shape, limit):
+    generator = torch.Generator().manual_seed(len(shape))
+    # Spread wide enough that both clamps bind on part of the inputs.
+    gate = torch.randn(shape, generator=generator) * 8
+    up = torch.randn(shape, generator=generator) * 8
+    check_against_reference("swiglu", backend, dtype, [gate, up, limit], cast=[0, 1], differentiable=[0, 1])
+
+
+def test_swiglu_clamps_like_v4():
+    from ascend_kernels import ops
+
+    gate = torch.tensor([20.0, -3.0, 1.0], dtype=torch.float64)
+    up = torch.tensor([30.0, -40.0, 2.0], dtype=torch.float64)
+    out = ops.swiglu(gate, up, 10.0)
+    expected = torch.nn.functional.silu(torch.tensor([10.0, -3.0, 1.0], dtype=torch.float64)) * torch.tensor(
+        [10.0, -10.0, 2.0], dtype=torch.float64
+    )
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("shape", [(2, 33, 4, 4), (5, 3, 3)], ids=str)
+@pytest.mark.parametrize("iters", [20, 3])
+def test_sinkhorn(backend, shape, iters):
+    generator = torch.Generator().manual_seed(iters)
+    logits = torch.randn(shape, generator=generator) * 2
+    check_against_reference(
+        "sinkhorn", backend, torch.float32, [logits, iters, 1e-6], cast=[0], differentiable=[0]
+    )
+
+
+def test_sinkhorn_is_nearly_doubly_stochastic():
+    from ascend_kernels import ops
+
+    comb = ops.sinkhorn(torch.randn(7, 4, 4, generator=torch.Generator().manual_seed(0)), iters=20)
+    # The last step normalizes columns, so they are exact; rows have converged to within a few percent.
+    torch.testing.assert_close(comb.sum(-2), torch.ones(7, 4), atol=1e-5, rtol=0)
+    torch.testing.assert_close(comb.sum(-1), torch.ones(7, 4), atol=3e-2, rtol=0)
+    assert (comb > 0).all()

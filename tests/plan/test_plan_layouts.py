@@ -1,0 +1,196 @@
+"""The planner on the paper's layouts: the divisibility rules, the no-op placement, feasibility of
+T-Rex's Pro and Flash layouts under its switches, the search, and the `trex plan` command."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trex_cli.app import app
+from trex_cli.models.deepseek_v4.config import get_flavor
+from trex_cli.models.deepseek_v4.flops import training_flops_per_token
+from trex_cli.plan.clusters import PROFILES, load_cluster
+from trex_cli.plan.layout import (
+    Job,
+    Layout,
+    check,
+    default_noop_layers,
+    microbatches,
+    real_layer_of_slot,
+    stage_slots,
+)
+from trex_cli.plan.parameters import ModelShape
+from trex_cli.plan.search import evaluate, search
+from trex_cli.recipe import load_recipe
+
+PRO_LAYOUT = Layout(tp=2, pp=8, vpp_layers=4, ep=64, etp=1, cp=1, micro_batch=1, recompute="full",
+                    optimizer_swap=True, noop_layers=(3, 62, 63))
+FLASH_LAYOUT = Layout(tp=1, pp=4, vpp_layers=0, ep=32, etp=1, cp=1, micro_batch=1, recompute="full",
+                      optimizer_swap=True, noop_layers=(43,))
+
+
+def shape_of(flavor: str) -> ModelShape:
+    return ModelShape.from_config(get_flavor(flavor))
+
+
+def flops(flavor: str, seq: int) -> float:
+    return training_flops_per_token(get_flavor(flavor), seq, attention="v4")
+
+
+def test_default_noop_layers_reproduce_the_paper():
+    assert default_noop_layers(61, 8, 4) == (3, 62, 63)
+    assert default_noop_layers(43, 4, 0) == (43,)
+    assert default_noop_layers(64, 8, 4) == ()
+
+
+def test_pro_stages_balance_embedding_and_head_with_noop_layers():
+    shape = shape_of("pro")
+    stages = stage_slots(PRO_LAYOUT, shape)
+    assert [chunk[0] for chunk in stages[0]] == [0, 32]  # two virtual stages of 4 layers, round-robin
+    real = real_layer_of_slot(PRO_LAYOUT, shape)
+    per_stage = [sum(slot in real for chunk in chunks for slot in chunk) for chunks in stages]
+    assert per_stage == [7, 8, 8, 8, 8, 8, 8, 6]  # the embedding stage and the head + MTP stage carry less
+    assert sum(per_stage) == 61
+
+
+@pytest.mark.parametrize("global_batch", [256, 1024])
+def test_paper_pro_layout_is_feasible_with_its_switches(global_batch):
+    job = Job(shape_of("pro"), world=512, seq_len=4096, global_batch=global_batch)
+    cluster = load_cluster("cloudmatrix384")
+    evaluation = evaluate(job, PRO_LAYOUT, cluster, flops("pro", 4096))
+    assert evaluation.feasible, evaluation.reasons
+    assert evaluation.memory.total < cluster.usable_memory_bytes
+    assert microbatches(PRO_LAYOUT, job) == global_batch // 32
+    # Without optimizer swap the fp32 master weights and moments of 3 billion expert parameters do not fit
+    # a 64 GB die: the swap is what makes the paper's layout possible.
+    without_swap = evaluate(job, dataclasses.replace(PRO_LAYOUT, optimizer_swap=False), cluster, flops("pro", 4096))
+    assert not without_swap.feasible
+    assert "out of memory" in without_swap.reasons[0] and "optimizer" in without_swap.reasons[0]
+
+
+@pytest.mark.parametrize("seq_len", [4096, 8192])
+def test_paper_flash_layout_is_feasible_for_cpt_and_sft(seq_len):
+    job = Job(shape_of("flash"), world=128, seq_len=seq_len, global_batch=128)
+    evaluation = evaluate(job, FLASH_LAYOUT, load_cluster("910c"), flops("flash", seq_len))
+    assert evaluation.feasible, evaluation.reasons
+    assert 0 < evaluation.mfu < 1
+    time = evaluation.time
+    # four micro-batches through a 4-stage pipeline: the bubble is (pp - 1) / m of the compute
+    assert time.bubble == pytest.approx(time.compute * 3 / 4, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        (dataclasses.replace(PRO_LAYOUT, ep=100), "384 experts cannot be split over EP 100"),
+        (dataclasses.replace(PRO_LAYOUT, tp=3), "not divisible by TP x PP x CP"),
+        (dataclasses.replace(PRO_LAYOUT, noop_layers=(3, 62)), "not divisible by PP 8"),
+        (dataclasses.replace(PRO_LAYOUT, noop_layers=(3, 62, 99)), "must be distinct slots in 0..63"),
+        (dataclasses.replace(PRO_LAYOUT, vpp_layers=3), "not divisible by 3 layers per virtual stage"),
+        (dataclasses.replace(PRO_LAYOUT, micro_batch=3), "global batch 1024 is not divisible"),
+        (dataclasses.replace(PRO_LAYOUT, tp=32, pp=1, vpp_layers=0, noop_layers=()), "TP 32 does not divide"),
+    ],
+)
+def test_bad_plans_get_clear_errors(layout, message):
+    job = Job(shape_of("pro"), world=512, seq_len=4096, global_batch=1024)
+    with pytest.raises(ValueError, match="invalid") as error:
+        check(layout, job, ranks_per_node=16)
+    assert message in str(error.value)
+
+
+def test_search_ranks_flash_layouts_and_explains_rejections():
+    job = Job(shape_of("flash"), world=128, seq_len=4096, global_batch=128)
+    cluster = load_cluster("cloudmatrix384")
+    result = search(job, cluster, flops("flash", 4096))
+    steps = [e.time.step for e in result.feasible]
+    assert steps == sorted(steps) and len(steps) > 10
+    assert all(e.memory.total <= cluster.usable_memory_bytes for e in result.feasible)
+    # the paper's layout is among the candidates that fit, and the planner's best is at least as fast
+    paper = next(e for e in result.feasible if dataclasses.replace(e.layout) == FLASH_LAYOUT)
+    assert result.feasible[0].time.step <= paper.time.step
+    kinds = {kind for kind, _count, _example in result.rejection_summary()}
+    assert "out of memory" in kinds
+
+
+def test_profile_file_overrides_a_builtin(tmp_path):
+    profile = tmp_path / "bigger.toml"
+    profile.write_text('base = "910c"\ndevice_memory_gb = 128\nranks_per_node = 8\n')
+    cluster = load_cluster(str(profile))
+    assert cluster.device_memory_gb == 128.0 and cluster.ranks_per_node == 8
+    assert cluster.peak_bf16_tflops == PROFILES["cloudmatrix384"].peak_bf16_tflops
+    profile.write_text('device_memory = 128\n')
+    with pytest.raises(ValueError, match="unknown key 'device_memory'"):
+        load_cluster(str(profile))
+    with pytest.raises(ValueError, match="unknown cluster profile"):
+        load_cluster("tpu-v9")
+
+
+runner = CliRunner()
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def test_cli_prints_the_planners_best_pro_layout(tmp_path):
+    fragment = tmp_path / "best.toml"
+    result = runner.invoke(app, ["plan", "--flavor", "pro", "--ranks", "512", "--seq", "4096", "--global-batch", "1024",
+                                 "--json", "--top", "5", "--out", str(fragment)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    best = report["feasible"][0]
+    assert best["feasible"] and best["memory_gb"]["total"] < 60.0
+    assert report["feasible_count"] >= 5 and report["rejected_count"] > 0
+    assert any(r["reason"] == "out of memory" for r in report["rejections"])
+    print(f"planner's best Pro layout: {best['describe']}, step {best['time_s']['step']:.2f} s, "
+          f"MFU {100 * best['mfu']:.2f}%, {best['memory_gb']['total']:.1f} GB")
+    # the fragment is a valid recipe (its [plan] and [mindspeed] tables validate)
+    recipe = load_recipe(fragment)
+    assert recipe.section("mindspeed").tp == best["layout"]["tp"]
+    assert recipe.section("plan").check.count(",") == 5
+
+
+def test_cli_check_prints_the_paper_layout_with_estimates():
+    result = runner.invoke(app, ["plan", "--flavor", "pro", "--ranks", "512", "--seq", "4096", "--global-batch",
+                                 "1024", "--check", "2,8,4,64,1,1"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "TP2 PP8 VPP4 EP64 ETP1 CP1 mb1 rc-full swap noop3,62,63: feasible" in result.output
+    assert "step time" in result.output and "per-rank memory" in result.output
+
+
+def test_cli_check_rejects_384_experts_on_ep_100():
+    result = runner.invoke(app, ["plan", "--flavor", "pro", "--ranks", "512", "--seq", "4096", "--global-batch",
+                                 "1024", "--check", "2,8,4,100,1,1"])
+    assert result.exit_code == 1
+    assert "384 experts cannot be split over EP 100" in " ".join(result.output.split())
+    result = runner.invoke(app, ["plan", "--flavor", "pro", "--ranks", "512", "--global-batch", "1024",
+                                 "--check", "2,8,4"])
+    assert result.exit_code == 1 and "six integers" in " ".join(result.output.split())
+
+
+def test_cli_mfu_under_both_conventions_names_the_peak():
+    result = runner.invoke(app, ["plan", "mfu", "--flavor", "pro", "--ranks", "512", "--step-time", "27", "--seq", "4096",
+                                 "--global-batch", "256", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    tokens = 256 * 4096
+    for convention in ("v4", "dense"):
+        expected = training_flops_per_token(get_flavor("pro"), 4096, attention=convention) * tokens / (27 * 512 * 390e12)
+        assert report["mfu"][convention] == pytest.approx(expected, rel=1e-12)
+    assert report["mfu"]["dense"] > report["mfu"]["v4"]
+    assert "390 TFLOP/s" in report["peak_name"] and "910C" in report["peak_name"]
+    result = runner.invoke(app, ["plan", "mfu", "--flavor", "pro", "--ranks", "512", "--step-time", "27",
+                                 "--global-batch", "256"], env={"COLUMNS": "200"})
+    assert "dense causal attention" in result.output and "peak:" in result.output
+
+
+def test_recipes_plan_the_paper_layouts():
+    for name, world in (("pro", 512), ("flash", 128)):
+        path = RECIPES / f"deepseek-v4-{name}-superpod.toml"
+        recipe = load_recipe(path)
+        plan = recipe.section("plan")
+        assert plan.ranks == world
+        result = runner.invoke(app, ["plan", "--recipe", str(path), "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["evaluation"]["feasible"]

@@ -1,0 +1,121 @@
+"""Every family in data_synth/families (including ones added later) against the family contract and
+all five verifications, over several seeds and every difficulty.
+
+Family authors: `.venv/bin/python -m pytest tests/synth/test_synth_families.py -k <family> -q`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from data_synth.families import all_families
+from data_synth.family import DIFFICULTIES, DOMAINS, REPRESENTATIONS, fmt
+from data_synth.render import program_data, render_program
+from data_synth.runner import ProgramRunner
+from data_synth.verify import verify_instance
+
+FAMILIES = sorted(all_families())
+SEEDS = (0, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with ProgramRunner() as program_runner:
+        yield program_runner
+
+
+def instance(family, seed: int, difficulty: str):
+    rng = random.Random(f"family-test:{family.name}:{seed}:{difficulty}")
+    scenario = rng.choice(family.scenarios)
+    return rng, scenario, family.sample(rng, difficulty, scenario)
+
+
+def numbers_in(obj) -> list:
+    if isinstance(obj, bool):
+        return []
+    if isinstance(obj, int | float):
+        return [obj]
+    if isinstance(obj, dict):
+        return [n for value in obj.values() for n in numbers_in(value)]
+    if isinstance(obj, list | tuple):
+        return [n for value in obj for n in numbers_in(value)]
+    return []
+
+
+def appears(number, text: str) -> bool:
+    """`number` written verbatim (as `fmt` writes it), or as a percentage for a fraction."""
+    forms = [fmt(number)]
+    if isinstance(number, float) and 0 < abs(number) < 1:
+        forms.append(fmt(round(number * 100, 6)) + "%")
+    return any(re.search(r"(?<![\d.])" + re.escape(form) + r"(?!\.?\d)", text) for form in forms)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_family_contract(name):
+    family = all_families()[name]
+    assert family.name == name and family.title
+    assert family.problem_type in ("LP", "MILP", "IP", "QP")
+    assert family.sense in ("min", "max")
+    assert len(family.scenarios) >= 3, "at least 3 scenario variants"
+    assert len({s.key for s in family.scenarios}) == len(family.scenarios)
+    assert family.domains and set(family.domains.values()) <= set(DOMAINS)
+    assert "model.obj" in family.model_code
+    for difficulty in DIFFICULTIES:
+        _, scenario, data = instance(family, 0, difficulty)
+        _, _, again = instance(family, 0, difficulty)
+        assert data == again, "sampling must be deterministic for a given rng"
+        assert json.loads(json.dumps(data)) == data, "instances must be JSON objects with string keys"
+        statements = {}
+        for representation in REPRESENTATIONS:
+            statement = family.render_statement(data, scenario, representation)
+            assert isinstance(statement, str) and len(statement) > 80
+            statements[representation] = statement
+        assert "data.json" in statements["file"]
+        for representation in ("text", "table"):
+            missing = sorted({fmt(n) for n in numbers_in(data) if not appears(n, statements[representation])})
+            assert not missing, f"{representation} statement lacks instance numbers {missing[:10]}"
+        assert "$" in family.formulation(data)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_family_scenarios_render(name):
+    family = all_families()[name]
+    for scenario in family.scenarios:
+        data = family.sample(random.Random(7), "small", scenario)
+        for representation in REPRESENTATIONS:
+            assert family.render_statement(data, scenario, representation)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_family_verifies(name, runner):
+    """Checks 1-4 on 3 seeds x 3 difficulties (and on the infeasible variant when the family has one)
+    must always pass; check 5 (non-zero objective, a binding constraint) is a rejection the pipeline
+    absorbs, so it must pass on most instances, not all (an integer optimum need not touch any row)."""
+    family = all_families()[name]
+    sizes, quality_failures = {}, []
+    for seed in SEEDS:
+        for difficulty in DIFFICULTIES:
+            rng, scenario, data = instance(family, seed, difficulty)
+            representation = REPRESENTATIONS[seed % 3]
+            program = render_program(family, data, representation)
+            result = verify_instance(family, data, program, program_data(data, representation), runner)
+            where = f"{name} seed {seed} {difficulty}"
+            if result.reject_reason == "quality":
+                quality_failures.append(f"{where}: {result.reject_detail}")
+            else:
+                assert result.passed, f"{where}: {result.reject_reason}: {result.reject_detail}"
+            assert result.status == "optimal"
+            sizes[difficulty] = max(sizes.get(difficulty, 0), sum(len(values) for values in result.x.values()))
+            infeasible = family.make_infeasible(data, rng)
+            if infeasible is not None:
+                program = render_program(family, infeasible, "file")
+                result = verify_instance(family, infeasible, program, infeasible, runner, expect_infeasible=True)
+                assert result.passed, (f"{where}, infeasible variant: "
+                                       f"{result.reject_reason}: {result.reject_detail}")
+    assert len(quality_failures) <= 3, f"too many quality rejects: {quality_failures}"
+    assert sizes["small"] <= sizes["medium"] <= sizes["large"], f"the difficulty dial must grow the model: {sizes}"
+    assert sizes["small"] < sizes["large"]

@@ -1,0 +1,155 @@
+"""The trainer's pieces on one process: schedule, data order, layouts, gradient norm, the NaN guard,
+and SFT's loss mask seen through the gradients."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from trex_cli.train.config import ParallelSection, StageSchedule, TrainSection
+from trex_cli.train.data import TrainData, check_batch_sizes
+from trex_cli.train.distributed import Layout
+from trex_cli.train.optim import warmup_cosine
+
+
+@pytest.fixture(autouse=True)
+def reference_kernels(monkeypatch):
+    # the reference kernels need no compilation: the tests stay fast and deterministic
+    monkeypatch.setenv("TREX_KERNELS", "reference")
+
+
+def test_warmup_then_cosine_to_min_lr():
+    schedule = StageSchedule(lr=1.0, min_lr=0.1, warmup_steps=4, max_steps=14)
+    multiplier = warmup_cosine(schedule)
+    assert [multiplier(s) for s in range(4)] == [0.25, 0.5, 0.75, 1.0]
+    assert multiplier(4) == pytest.approx(1.0)
+    assert multiplier(9) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway through the decay
+    assert multiplier(14) == pytest.approx(0.1)
+    values = [multiplier(s) for s in range(4, 15)]
+    assert all(a >= b for a, b in zip(values, values[1:], strict=False))
+
+
+def test_global_batches_are_a_function_of_step_and_split_across_ranks(cpt_data):
+    data = TrainData(cpt_data)
+    first = data.global_rows(0, 8, seed=3)
+    assert first == data.global_rows(0, 8, seed=3)
+    assert first != data.global_rows(0, 8, seed=4)
+    # two steps of 8 cover the 16 rows of epoch 0 exactly once
+    assert sorted(first + data.global_rows(1, 8, seed=3)) == list(range(16))
+    whole = data.micro_batches(5, 8, 2, dp_rank=0, dp_size=1, seed=3)
+    halves = data.micro_batches(5, 8, 2, 0, 2, 3) + data.micro_batches(5, 8, 2, 1, 2, 3)
+    assert len(whole) == 4 and len(halves) == 4
+    for a, b in zip(whole, halves, strict=True):
+        assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.position_ids, b.position_ids)
+
+
+def test_short_sft_rows_are_padded_outside_the_loss(sft_data):
+    data = TrainData(sft_data)
+    lengths = [len(data.dataset[i]["input_ids"]) for i in range(data.num_rows)]
+    short = next(i for i, n in enumerate(lengths) if n < data.seq_len)
+    batch = data.collate([short])
+    n = lengths[short]
+    assert batch.input_ids.shape == (1, data.seq_len)
+    assert torch.all(batch.input_ids[0, n:] == data.pad_token_id)
+    assert torch.all(batch.loss_mask[0, n:] == 0)
+    assert batch.loss_mask[0, :n].sum() > 0
+
+
+def test_layout_errors_name_the_fix():
+    assert Layout.resolve(ParallelSection(ep=2), 4).dp_shard == 4
+    with pytest.raises(ValueError, match="ep = 3 must divide"):
+        Layout.resolve(ParallelSection(ep=3), 4)
+    with pytest.raises(ValueError, match="does not divide"):
+        Layout.resolve(ParallelSection(tp=3), 4)
+    with pytest.raises(ValueError, match="multiple of micro_batch_size"):
+        check_batch_sizes(6, 4, 1, "[train.cpt]")
+    assert check_batch_sizes(8, 2, 2, "[train.cpt]") == 2
+
+
+@pytest.fixture
+def one_rank():
+    from trex_cli.train.distributed import init_distributed
+
+    distributed = init_distributed(ParallelSection())
+    yield distributed
+    distributed.close()
+
+
+def _engine(one_rank, **train_changes):
+    from trex_cli.models.deepseek_v4.config import get_flavor
+    from trex_cli.train.trainer import Engine, build_model
+
+    train = TrainSection(dtype="fp32", **train_changes)
+    schedule = StageSchedule(lr=1e-3, min_lr=1e-4, warmup_steps=1, max_steps=10, global_batch_size=2, micro_batch_size=1)
+    model = build_model(get_flavor("tiny"), None, seed=0)
+    return Engine(model, train, schedule, one_rank, seq_len=32, micro_batches=2)
+
+
+def test_gradient_norm_and_clipping_match_torch(one_rank, cpt_data):
+    from trex_cli.train.optim import clip_gradients, global_grad_norm
+
+    engine = _engine(one_rank)
+    batch = TrainData(cpt_data).collate([0, 1])
+    engine.model(batch.input_ids, position_ids=batch.position_ids, loss_mask=batch.loss_mask).loss.backward()
+    local = [p.grad.to_local().clone() for p in engine.parameters]
+    expected = torch.linalg.vector_norm(torch.stack([g.double().norm() for g in local]))
+    norm = global_grad_norm(engine.parameters, ranks_per_stage=1)
+    assert float(norm) == pytest.approx(float(expected), rel=1e-6)
+    clip_gradients(engine.parameters, norm, max_norm=float(norm) / 4)
+    clipped = torch.linalg.vector_norm(torch.stack([p.grad.to_local().double().norm() for p in engine.parameters]))
+    assert float(clipped) == pytest.approx(float(norm) / 4, rel=1e-4)
+
+
+def test_nan_guard_skips_counts_and_stops(one_rank, cpt_data):
+    from trex_cli.train.trainer import TrainingDiverged
+
+    engine = _engine(one_rank, max_bad_steps=2)
+    data = TrainData(cpt_data)
+    batches = data.micro_batches(0, 2, 1, 0, 1, seed=0)
+    first = engine.step(batches)
+    assert not first.skipped and math.isfinite(first.loss)
+    before = {n: p.detach().to_local().clone() for n, p in engine.model.named_parameters()}
+    # a block whose output turns NaN: the loss and every gradient behind it become non-finite
+    handle = engine.model.layers[1].register_forward_hook(lambda module, inputs, output: output * float("nan"))
+    result = engine.step(batches)
+    assert result.skipped and engine.skipped_steps == 1
+    after = {n: p.detach().to_local() for n, p in engine.model.named_parameters()}
+    assert all(torch.equal(before[n], after[n]) for n in before)  # a skipped step changes nothing
+    with pytest.raises(TrainingDiverged, match="2 steps in a row"):
+        engine.step(batches)
+    handle.remove()
+
+
+def test_sft_loss_and_gradients_ignore_masked_targets(one_rank, sft_data):
+    """The last token of a row whose final turn is the user's is only a target (nothing after it is
+    predicted from it) and it is masked: changing it must leave the loss and every gradient as they
+    are. The balance and indexer losses are set to zero here because they regularize routing and the
+    indexer on every input position by design, masked or not."""
+    engine = _engine(one_rank, balance_loss_weight=0.0, indexer_kl_weight=0.0)
+    data = TrainData(sft_data)
+    row = next(i for i in range(data.num_rows) if data.collate([i]).loss_mask[0, -1] == 0)
+    batch = data.collate([row])
+    assert batch.loss_mask.sum() > 0
+
+    def loss_and_grads(input_ids):
+        engine.model.zero_grad(set_to_none=True)
+        output = engine.model(input_ids, position_ids=batch.position_ids, loss_mask=batch.loss_mask)
+        loss = output.lm_loss + 0.3 * output.mtp_loss
+        loss.backward()
+        return loss.detach().clone(), {n: p.grad.to_local().clone() for n, p in engine.model.named_parameters()}
+
+    loss_a, grads_a = loss_and_grads(batch.input_ids)
+    changed = batch.input_ids.clone()
+    changed[0, -1] = (changed[0, -1] + 7) % 512
+    loss_b, grads_b = loss_and_grads(changed)
+    assert torch.equal(loss_a, loss_b)
+    for name in grads_a:
+        assert torch.equal(grads_a[name], grads_b[name]), name
+    # the same change at a trained (assistant) position does move the loss
+    trained = int(torch.nonzero(batch.loss_mask[0, 1:]).flatten()[0]) + 1
+    moved = batch.input_ids.clone()
+    moved[0, trained] = (moved[0, trained] + 7) % 512
+    loss_c, _ = loss_and_grads(moved)
+    assert not torch.equal(loss_a, loss_c)

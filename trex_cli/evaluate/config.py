@@ -1,0 +1,57 @@
+"""The `[eval]` recipe table: which benchmarks, which model backend, how programs run and are graded.
+
+Defaults follow the T-Rex paper's protocol (temperature 0.6, top-p 1.0, 9,600 new tokens, seed 42,
+16 concurrent requests, a 360 s limit per program) and trex's strict grading rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass
+class EvalConfig:
+    """Settings of one `trex eval` run (the recipe's `[eval]` table; command-line flags override)."""
+
+    # Benchmarks: names (nl4opt, optibench, b4o-feasible, industryor, mamo-easy, mamo-complex, optmath,
+    # synth, ...) resolved under benchmark_dir (or $TREX_BENCHMARK_DIR), or paths to JSON / JSONL files.
+    benchmarks: list[str] = field(default_factory=lambda: ["nl4opt"])
+    benchmark_dir: str = ""
+    # Generic mapping for files in other layouts ("" = detect the layout from the fields present).
+    question_field: str = ""
+    answer_field: str = ""
+    id_field: str = ""
+    limit: int = 0  # at most this many items per benchmark (0 = all)
+
+    # Generation
+    backend: Literal["openai", "hf", "file", "gold"] = "openai"
+    endpoint: str = "http://127.0.0.1:8000/v1"  # OpenAI-compatible base URL (…/v1)
+    model: str = ""  # the served model name sent with each request ("" = ask the endpoint's /models)
+    api_key_env: str = "OPENAI_API_KEY"  # environment variable holding the key, if the endpoint wants one
+    checkpoint: str = ""  # hf backend: a trex HF export folder
+    completions: str = ""  # file backend: JSONL with id, completion (and sample)
+    prompt: str = "trex"  # "trex", "trex-paper", or a path to a template file with {question}
+    solver_library: Literal["pyomo", "gurobipy"] = "pyomo"  # what the prompt asks the program to use
+    temperature: float = 0.6
+    top_p: float = 1.0
+    max_tokens: int = 9600
+    seed: int = 42
+    samples: int = 1  # completions per item; pass@k is reported for k = 1 and k = samples
+    concurrency: int = 16
+    request_timeout: float = 600.0
+    max_retries: int = 5
+    retry_backoff_s: float = 1.0  # first retry waits about this long, doubling after each failure
+    hf_batch_size: int = 4
+    hf_device: str = "auto"
+
+    # Execution
+    allow_code_execution: bool = False  # also TREX_ALLOW_CODE_EXECUTION=1
+    timeout: float = 360.0  # seconds of wall time per program
+    memory_mb: int = 4096  # address space a program may add on top of the pre-imported solver stack
+    output_limit_kb: int = 256  # stdout / stderr kept per program (the rest is cut, and said so)
+    workers: int = 0  # programs run at once (0 = number of CPU cores)
+    isolation: Literal["auto", "bwrap", "process"] = "auto"
+
+    # Grading
+    rule: Literal["strict", "trex-paper", "orlm", "sirl", "opt-engine", "optibench"] = "strict"  # headline; all are computed

@@ -1,0 +1,492 @@
+"""Where completions come from: an OpenAI-compatible endpoint, a local trex HF export, a file, or the
+benchmark's own reference programs (gold, to check the harness itself).
+
+Every generator takes a list of `GenerationRequest`s and calls `on_done(request, completion)` as each
+completion arrives, so the caller can execute and grade while generation goes on. Completions are
+stored in a `ResponseCache` (an append-only JSONL file keyed by a hash of the request), so an
+interrupted eval resumes without asking the model again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trex_cli.evaluate.benchmarks import BenchmarkItem
+
+
+class GenerationError(ValueError):
+    """Generation failed for good (after retries); the cache keeps what was done, so rerun to resume."""
+
+
+@dataclass
+class GenerationRequest:
+    item: BenchmarkItem
+    sample: int
+    messages: list[dict[str, str]]
+    key: str = ""
+
+
+@dataclass
+class Completion:
+    text: str
+    finish_reason: str | None = None
+    reasoning: str | None = None  # a separate reasoning channel, when the server splits it off
+    usage: dict = field(default_factory=dict)
+    cached: bool = False
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "finish_reason": self.finish_reason, "reasoning": self.reasoning, "usage": self.usage}
+
+
+OnDone = Callable[[GenerationRequest, Completion], None]
+
+
+def request_key(identity: dict, request: GenerationRequest) -> str:
+    """What decides a completion: the generator's identity and settings, the messages, the sample."""
+    payload = {"generator": identity, "messages": request.messages, "sample": request.sample}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class ResponseCache:
+    """Completions by request key, in an append-only JSONL file (one line per completion, flushed at
+    once, so a crash loses at most the line being written; a torn last line is skipped on load)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._entries: dict[str, dict] = {}
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                self._entries[entry["key"]] = entry
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> Completion | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        return Completion(
+            text=entry["text"],
+            finish_reason=entry.get("finish_reason"),
+            reasoning=entry.get("reasoning"),
+            usage=entry.get("usage") or {},
+            cached=True,
+        )
+
+    def put(self, key: str, completion: Completion) -> None:
+        entry = {"key": key, **completion.to_dict()}
+        with self._lock:
+            self._entries[key] = entry
+            with open(self.path, "a", encoding="utf-8") as stream:
+                stream.write(json.dumps(entry) + "\n")
+                stream.flush()
+
+
+class Generator:
+    """Base: serve cached completions, generate the rest (subclasses implement `_generate`)."""
+
+    name = "generator"
+
+    def identity(self) -> dict:
+        return {"backend": self.name}
+
+    def generate(self, requests: list[GenerationRequest], on_done: OnDone, cache: ResponseCache | None = None) -> None:
+        identity = self.identity()
+        missing = []
+        for request in requests:
+            request.key = request_key(identity, request)
+            cached = cache.get(request.key) if cache is not None else None
+            if cached is not None:
+                on_done(request, cached)
+            else:
+                missing.append(request)
+        if not missing:
+            return
+
+        def store_then_report(request: GenerationRequest, completion: Completion) -> None:
+            if cache is not None:
+                cache.put(request.key, completion)
+            on_done(request, completion)
+
+        self._generate(missing, store_then_report)
+
+    def _generate(self, requests: list[GenerationRequest], on_done: OnDone) -> None:
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------------------
+class OpenAIGenerator(Generator):
+    """Any OpenAI-compatible chat endpoint (vLLM, vllm-ascend, MindIE, ...), over plain HTTP.
+
+    One request per sample with seed + sample index, so each sample is reproducible and cached on
+    its own; `concurrency` requests in flight; retries with exponential backoff (and the server's
+    Retry-After) on connection errors, timeouts, 408, 409, 429 and 5xx.
+    """
+
+    name = "openai"
+    RETRY_STATUS = (408, 409, 429, 500, 502, 503, 504)
+
+    def __init__(
+        self,
+        endpoint: str,
+        model: str = "",
+        *,
+        api_key: str | None = None,
+        temperature: float = 0.6,
+        top_p: float = 1.0,
+        max_tokens: int = 9600,
+        seed: int = 42,
+        concurrency: int = 16,
+        request_timeout: float = 600.0,
+        max_retries: int = 5,
+        backoff_base: float = 1.0,
+    ) -> None:
+        if not endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"--endpoint {endpoint!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+        self.endpoint = endpoint.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
+        self.concurrency = max(1, concurrency)
+        self.request_timeout = request_timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.requests_sent = 0  # HTTP requests made (retries included)
+
+    def identity(self) -> dict:
+        return {
+            "backend": self.name,
+            "endpoint": self.endpoint,
+            "model": self.resolved_model(),
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
+
+    def resolved_model(self) -> str:
+        if not self.model:
+            listing = self._call("GET", "/models", None)
+            models = [entry.get("id") for entry in listing.get("data", []) if entry.get("id")]
+            if not models:
+                raise GenerationError(f"{self.endpoint}/models lists no model; pass --model NAME")
+            self.model = models[0]
+        return self.model
+
+    def _call(self, method: str, path: str, payload: dict | None) -> dict:
+        url = self.endpoint + path
+        body = json.dumps(payload).encode() if payload is not None else None
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last_problem = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                delay = min(60.0, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random())
+                time.sleep(delay)
+            self.requests_sent += 1
+            request = urllib.request.Request(url, data=body, headers=headers, method=method)
+            try:
+                with urllib.request.urlopen(request, timeout=self.request_timeout) as response:
+                    return json.loads(response.read().decode("utf-8"))
+            except urllib.error.HTTPError as error:
+                detail = error.read().decode("utf-8", errors="replace")[:500]
+                last_problem = f"HTTP {error.code}: {detail}"
+                if error.code not in self.RETRY_STATUS:
+                    raise GenerationError(f"{method} {url} failed with {last_problem}") from None
+                retry_after = error.headers.get("Retry-After") if error.headers else None
+                if retry_after and retry_after.replace(".", "", 1).isdigit():
+                    time.sleep(min(60.0, float(retry_after)))
+            except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as error:
+                last_problem = f"{type(error).__name__}: {getattr(error, 'reason', error)}"
+            except json.JSONDecodeError as error:
+                last_problem = f"the reply is not JSON ({error})"
+        raise GenerationError(
+            f"{method} {url} failed after {self.max_retries + 1} attempts ({last_problem}); completions so far "
+            "are cached: run the same command again to resume"
+        )
+
+    def complete(self, request: GenerationRequest) -> Completion:
+        payload = {
+            "model": self.resolved_model(),
+            "messages": request.messages,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed + request.sample,
+            "n": 1,
+        }
+        reply = self._call("POST", "/chat/completions", payload)
+        try:
+            choice = reply["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+        except (KeyError, IndexError, TypeError):
+            raise GenerationError(f"{self.endpoint}/chat/completions: unexpected reply {str(reply)[:300]}") from None
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        return Completion(text=text, finish_reason=choice.get("finish_reason"), reasoning=reasoning, usage=reply.get("usage") or {})
+
+    def _generate(self, requests: list[GenerationRequest], on_done: OnDone) -> None:
+        self.resolved_model()
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = {pool.submit(self.complete, request): request for request in requests}
+            failure: BaseException | None = None
+            for future, request in futures.items():
+                try:
+                    completion = future.result()
+                except BaseException as error:  # keep collecting: every finished answer gets cached
+                    failure = failure or error
+                    continue
+                on_done(request, completion)
+            if failure is not None:
+                raise failure
+
+
+# ------------------------------------------------------------------------------------------------
+class FileGenerator(Generator):
+    """Completions from a JSONL file: one object per line with `id` (the item id), `completion`, and
+    `sample` when there are several per item (`benchmark` too, when ids repeat across benchmarks)."""
+
+    name = "file"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"completions file {self.path} not found (--completions)")
+        self.by_item: dict[tuple[str | None, str, int], str] = {}
+        for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{self.path}:{number}: not valid JSON ({error})") from None
+            if not isinstance(record, dict) or "id" not in record or "completion" not in record:
+                raise ValueError(f"{self.path}:{number}: each line needs 'id' and 'completion' (and 'sample' when n > 1)")
+            key = (record.get("benchmark"), str(record["id"]), int(record.get("sample", 0)))
+            self.by_item[key] = str(record["completion"] or "")
+
+    def identity(self) -> dict:
+        return {"backend": self.name, "path": str(self.path)}
+
+    def lookup(self, request: GenerationRequest) -> str:
+        for key in ((request.item.benchmark, request.item.id, request.sample), (None, request.item.id, request.sample)):
+            if key in self.by_item:
+                return self.by_item[key]
+        raise ValueError(
+            f"{self.path}: no completion for item {request.item.id!r} sample {request.sample} of "
+            f"{request.item.benchmark} (item ids are the benchmark's 'id' field, else the 0-based position)"
+        )
+
+    def generate(self, requests: list[GenerationRequest], on_done: OnDone, cache: ResponseCache | None = None) -> None:
+        texts = [self.lookup(request) for request in requests]  # fail before running anything
+        for request, text in zip(requests, texts, strict=True):
+            on_done(request, Completion(text=text))
+
+
+class GoldGenerator(Generator):
+    """The benchmark's reference programs, as if a model had written them: checks the harness."""
+
+    name = "gold"
+
+    def generate(self, requests: list[GenerationRequest], on_done: OnDone, cache: ResponseCache | None = None) -> None:
+        for request in requests:
+            program = request.item.reference_program
+            if not program:
+                raise ValueError(
+                    f"benchmark {request.item.benchmark}: item {request.item.id!r} has no reference program; "
+                    "the gold backend needs a benchmark that ships them (Bench4Opt, trex's synth eval split)"
+                )
+        for request in requests:
+            on_done(request, Completion(text=f"```python\n{request.item.reference_program.strip()}\n```"))
+
+
+# ------------------------------------------------------------------------------------------------
+def torch_inference_mode_lazy(function):
+    """Run `function` under torch.inference_mode without importing torch at module import."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        import torch
+
+        with torch.inference_mode():
+            return function(*args, **kwargs)
+
+    return wrapper
+
+
+class HFGenerator(Generator):
+    """A local trex HF export (config.json + safetensors + tokenizer files), batched generation on the
+    local device (npu, else cuda, else cpu). Sampling follows the eval settings; the seed of each
+    batch is seed + its first sample index, so runs repeat."""
+
+    name = "hf"
+
+    def __init__(
+        self,
+        checkpoint: str | Path,
+        *,
+        temperature: float = 0.6,
+        top_p: float = 1.0,
+        max_tokens: int = 9600,
+        seed: int = 42,
+        batch_size: int = 4,
+        device: str = "auto",
+    ) -> None:
+        self.checkpoint = Path(checkpoint)
+        if not (self.checkpoint / "config.json").is_file():
+            raise FileNotFoundError(
+                f"--checkpoint {self.checkpoint}: no config.json there; point it at a trex HF export "
+                "(train/<stage>/hf) or another DeepSeek-V4 model folder"
+            )
+        self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
+        self.batch_size = max(1, batch_size)
+        self.device_name = device
+        self._model = None
+        self._tokenizer = None
+
+    def identity(self) -> dict:
+        weights = sorted(p.name + ":" + str(p.stat().st_size) for p in self.checkpoint.glob("*.safetensors"))
+        return {
+            "backend": self.name,
+            "checkpoint": str(self.checkpoint.resolve()),
+            "weights": weights,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
+
+    def _device(self):
+        import torch
+
+        if self.device_name != "auto":
+            return torch.device(self.device_name)
+        try:
+            import torch_npu  # noqa: F401
+
+            if torch.npu.is_available():
+                return torch.device("npu")
+        except Exception:  # torch_npu breaks where CANN is missing: detect by trying
+            pass
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("cpu")
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+        from transformers import AutoTokenizer
+
+        from trex_cli.models.deepseek_v4.state_dict_adapter import load_model
+
+        device = self._device()
+        # bf16 on accelerators; float32 on CPU, where it runs faster than bf16 matmuls without AMX paths
+        dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
+        self._model = load_model(self.checkpoint, dtype=dtype, device=device)
+        self._model.eval()
+        self._tokenizer = AutoTokenizer.from_pretrained(str(self.checkpoint))
+        if self._tokenizer.pad_token_id is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+
+    def _prompt_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        tokenizer = self._tokenizer
+        if getattr(tokenizer, "chat_template", None):
+            ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            if isinstance(ids, dict) or hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+            return list(ids)
+        text = "\n\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\n\nassistant: "
+        return tokenizer(text)["input_ids"]
+
+    def _generate(self, requests: list[GenerationRequest], on_done: OnDone) -> None:
+        self._load()
+        for start in range(0, len(requests), self.batch_size):
+            batch = requests[start : start + self.batch_size]
+            prompts = [self._prompt_ids(request.messages) for request in batch]
+            outputs = self._sample(prompts, seed=self.seed + start)
+            for request, (token_ids, finish_reason) in zip(batch, outputs, strict=True):
+                text = self._tokenizer.decode(token_ids, skip_special_tokens=True)
+                usage = {"prompt_tokens": len(self._prompt_ids(request.messages)), "completion_tokens": len(token_ids)}
+                on_done(request, Completion(text=text, finish_reason=finish_reason, usage=usage))
+
+    @torch_inference_mode_lazy
+    def _sample(self, prompts: list[list[int]], seed: int) -> list[tuple[list[int], str]]:
+        """Continue a batch of prompts with the model's own `generate` (prompts of any lengths)."""
+        model, tokenizer = self._model, self._tokenizer
+        if not hasattr(model, "generate"):
+            raise ValueError(f"{type(model).__name__} has no generate(); the hf backend needs one")
+        eos = tokenizer.eos_token_id
+        new_tokens = model.generate(
+            prompts, max_new_tokens=self.max_tokens, temperature=self.temperature, top_p=self.top_p,
+            eos_token_id=eos, seed=seed,
+        )  # fmt: skip
+        if hasattr(new_tokens, "tolist"):
+            new_tokens = [row[len(prompt) :] for row, prompt in zip(new_tokens.tolist(), prompts, strict=True)]
+        results = []
+        for tokens in new_tokens:
+            tokens = list(tokens)
+            if eos is not None and eos in tokens:
+                results.append((tokens[: tokens.index(eos)], "stop"))
+            else:
+                results.append((tokens, "length"))
+        return results
+
+
+def build_generator(config, api_key: str | None = None) -> Generator:
+    """The generator an EvalConfig asks for."""
+    backend = config.backend
+    if backend == "openai":
+        key = api_key if api_key is not None else os.environ.get(config.api_key_env) if config.api_key_env else None
+        return OpenAIGenerator(
+            config.endpoint,
+            config.model,
+            api_key=key,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+            concurrency=config.concurrency,
+            request_timeout=config.request_timeout,
+            max_retries=config.max_retries,
+            backoff_base=config.retry_backoff_s,
+        )
+    if backend == "hf":
+        if not config.checkpoint:
+            raise ValueError("backend 'hf' needs --checkpoint (or [eval] checkpoint): a trex HF export folder")
+        return HFGenerator(
+            config.checkpoint,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+            batch_size=config.hf_batch_size,
+            device=config.hf_device,
+        )
+    if backend == "file":
+        if not config.completions:
+            raise ValueError("backend 'file' needs --completions (or [eval] completions): a JSONL file")
+        return FileGenerator(config.completions)
+    if backend == "gold":
+        return GoldGenerator()
+    raise ValueError(f"backend {backend!r}: use openai, hf, file or gold")

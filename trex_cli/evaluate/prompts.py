@@ -1,0 +1,118 @@
+"""Prompts for the model under test and extraction of the program from its answer.
+
+Three prompt styles: trex's default (reason, write the mathematical model, then one Python program in a
+```python block), the T-Rex paper's tagged format (<think> reasoning, <model> formulation, <python>
+program), and a user template file in which `{question}` (and optionally `{data_note}`) is replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from trex_cli.evaluate.benchmarks import DATA_FILE_NAME, BenchmarkItem
+
+SYSTEM_PROMPT = (
+    "You are an expert in operations research and optimization modeling. You turn a business problem "
+    "into a correct mathematical model and a Python program that solves it."
+)
+
+SOLVER_INSTRUCTIONS = {
+    "pyomo": (
+        "Use Pyomo (`import pyomo.environ as pyo`) with the HiGHS solver: `pyo.SolverFactory('highs')`."
+    ),
+    "gurobipy": "Use gurobipy (`import gurobipy as gp`) and call `model.optimize()`.",
+}
+
+TREX_TEMPLATE = """{question}
+{data_note}
+Solve this problem step by step:
+1. Reason about the decisions, the objective and the constraints.
+2. Write the mathematical model (sets, parameters, decision variables, objective, constraints).
+3. Write one complete Python program in a single ```python code block. {solver_instruction} The program \
+must solve the model and print the optimal objective value on its own line as `Objective: <value>`; if \
+the problem has no feasible solution, print `No Best Solution`.
+"""
+
+PAPER_TEMPLATE = """{question}
+{data_note}
+Think about the problem inside <think></think>. Then give the mathematical model inside <model></model> \
+and one complete Python program inside <python></python>. {solver_instruction} The program must solve \
+the model and print the optimal objective value as `Objective: <value>`.
+"""
+
+BUILTIN_TEMPLATES = {"trex": TREX_TEMPLATE, "trex-paper": PAPER_TEMPLATE}
+
+
+def data_note(item: BenchmarkItem) -> str:
+    if DATA_FILE_NAME in item.data_files:
+        return (
+            f"\nThe data of this problem is in the file `{DATA_FILE_NAME}` in the program's working folder; "
+            "the program must read it from there.\n"
+        )
+    return ""
+
+
+@dataclass
+class PromptBuilder:
+    """Builds the chat messages for one item."""
+
+    style: str = "trex"
+    solver_library: str = "pyomo"
+
+    def __post_init__(self) -> None:
+        if self.style in BUILTIN_TEMPLATES:
+            self.template = BUILTIN_TEMPLATES[self.style]
+        else:
+            path = Path(self.style)
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"prompt {self.style!r} is neither a built-in style ({', '.join(BUILTIN_TEMPLATES)}) "
+                    "nor an existing template file"
+                )
+            self.template = path.read_text(encoding="utf-8")
+            if "{question}" not in self.template:
+                raise ValueError(f"prompt template {path} has no {{question}} placeholder; add one")
+        if self.solver_library not in SOLVER_INSTRUCTIONS:
+            raise ValueError(
+                f"solver_library {self.solver_library!r}: use one of {', '.join(SOLVER_INSTRUCTIONS)}"
+            )
+
+    def messages(self, item: BenchmarkItem) -> list[dict[str, str]]:
+        # Plain replacement, not str.format: questions and templates hold JSON braces.
+        text = (
+            self.template.replace("{question}", item.question.strip())
+            .replace("{data_note}", data_note(item))
+            .replace("{solver_instruction}", SOLVER_INSTRUCTIONS[self.solver_library])
+        )
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
+
+
+THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
+PYTHON_TAG = re.compile(r"<python>(.*?)(?:</python>|$)", re.DOTALL)
+FENCED = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
+
+
+def extract_program(completion: str) -> str | None:
+    """The program in a model's answer: the last <python> block, else the last ```python fenced
+    block, else the last fenced block of any language. Reasoning inside <think> is skipped, so drafts
+    there do not count. None when there is no program."""
+    text = THINK_BLOCK.sub("", completion)
+    tagged = [block for block in PYTHON_TAG.findall(text) if block.strip()]
+    if tagged:
+        return _strip_inner_fence(tagged[-1])
+    blocks = FENCED.findall(text)
+    python_blocks = [body for language, body in blocks if language.lower() in ("python", "py", "python3")]
+    chosen = python_blocks or [body for _, body in blocks]
+    chosen = [body for body in chosen if body.strip()]
+    if not chosen:
+        return None
+    return chosen[-1].strip("\n") + "\n"
+
+
+def _strip_inner_fence(block: str) -> str:
+    inner = FENCED.findall(block)
+    if inner:
+        return inner[-1][1].strip("\n") + "\n"
+    return block.strip("\n") + "\n"

@@ -1,0 +1,208 @@
+"""Scores and reports: Pass@1 with its standard error and pass@k per benchmark and rule, outcome
+counts, `results.json`, `report.md`, a PNG bar chart, and per-item comparison of two evals."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from trex_cli.evaluate.grading import OUTCOMES, RULES
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct: 1 - C(n-c, k) / C(n, k)."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per item, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def mean_and_standard_error(values: list[float]) -> tuple[float, float]:
+    """Mean over items and the standard error of that mean (sample standard deviation / sqrt(N))."""
+    count = len(values)
+    if count == 0:
+        return 0.0, 0.0
+    mean = sum(values) / count
+    if count == 1:
+        return mean, 0.0
+    variance = sum((v - mean) ** 2 for v in values) / (count - 1)
+    return mean, math.sqrt(variance / count)
+
+
+def score_records(records: list[dict]) -> dict:
+    """{benchmark: {"rules": {rule: {...}}, "outcomes": {...}, "items": n}} from sample records."""
+    by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        by_benchmark[record["benchmark"]][record["item_id"]].append(record)
+    scores = {}
+    for benchmark, items in sorted(by_benchmark.items()):
+        samples_per_item = min(len(samples) for samples in items.values())
+        rules = {}
+        for rule in RULES:
+            per_item_pass1 = []
+            correct_total = 0
+            counts = []
+            for samples in items.values():
+                correct = sum(1 for s in samples if s["verdicts"].get(rule))
+                correct_total += correct
+                counts.append((len(samples), correct))
+                per_item_pass1.append(correct / len(samples))
+            mean, error = mean_and_standard_error(per_item_pass1)
+            entry = {
+                "items": len(items),
+                "samples": sum(n for n, _ in counts),
+                "correct": correct_total,
+                "pass@1": mean,
+                "pass@1_stderr": error,
+            }
+            if samples_per_item > 1:
+                for k in sorted({2, samples_per_item} if samples_per_item >= 2 else set()):
+                    values = [pass_at_k(n, c, k) for n, c in counts]
+                    entry[f"pass@{k}"], entry[f"pass@{k}_stderr"] = mean_and_standard_error(values)
+            rules[rule] = entry
+        outcomes = Counter(s["outcome"] for samples in items.values() for s in samples)
+        scores[benchmark] = {
+            "items": len(items),
+            "samples_per_item": samples_per_item,
+            "rules": rules,
+            "outcomes": {name: outcomes.get(name, 0) for name in OUTCOMES},
+        }
+    return scores
+
+
+def git_hash(folder: Path | None = None) -> str | None:
+    folder = folder or Path(__file__).resolve().parents[2]
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() or None
+
+
+def render_markdown(results: dict) -> str:
+    """report.md: settings, one table per rule, outcome counts."""
+    headline = results.get("headline_rule", "strict")
+    lines = [f"# trex eval: {results.get('name', '')}", ""]
+    config = results.get("config", {})
+    lines += [
+        f"- backend: `{config.get('backend')}`"
+        + (f", model `{results.get('model')}`" if results.get("model") else ""),
+        f"- prompt: `{config.get('prompt')}`; samples per item: {config.get('samples')}; "
+        f"temperature {config.get('temperature')}, top-p {config.get('top_p')}, max tokens {config.get('max_tokens')}, "
+        f"seed {config.get('seed')}",
+        f"- execution: {results.get('isolation', '')}; time limit {config.get('timeout')} s",
+        f"- git: `{results.get('git_hash')}`",
+        "",
+        "Benchmarks (the file and its SHA-256 are the version a score belongs to):",
+        "",
+        "| benchmark | file | items | sha256 |",
+        "|---|---|---|---|",
+    ]
+    for name, info in results.get("benchmarks", {}).items():
+        lines.append(f"| {name} | `{info.get('path')}` | {info.get('items')} | `{str(info.get('sha256'))[:16]}` |")
+    lines.append("")
+    scores = results.get("scores", {})
+    ordered_rules = [headline] + [r for r in RULES if r != headline]
+    for rule in ordered_rules:
+        marker = " (headline)" if rule == headline else ""
+        lines += [f"## Rule `{rule}`{marker}", "", RULES[rule].description, ""]
+        extra_k = sorted(
+            {key for s in scores.values() for key in s["rules"][rule] if key.startswith("pass@") and not key.endswith("stderr") and key != "pass@1"}
+        )
+        header = "| benchmark | items | correct | Pass@1 (%) | ± s.e. |" + "".join(f" {k} (%) |" for k in extra_k)
+        lines += [header, "|---|---|---|---|---|" + "---|" * len(extra_k)]
+        for benchmark, score in scores.items():
+            entry = score["rules"][rule]
+            row = (
+                f"| {benchmark} | {entry['items']} | {entry['correct']} / {entry['samples']} | "
+                f"{100 * entry['pass@1']:.2f} | {100 * entry['pass@1_stderr']:.2f} |"
+            )
+            row += "".join(f" {100 * entry[k]:.2f} |" if k in entry else " - |" for k in extra_k)
+            lines.append(row)
+        lines.append("")
+    lines += ["## Outcomes (every sample, classified under the headline rule)", ""]
+    lines += ["| benchmark | " + " | ".join(OUTCOMES) + " |", "|---|" + "---|" * len(OUTCOMES)]
+    for benchmark, score in scores.items():
+        lines.append(f"| {benchmark} | " + " | ".join(str(score["outcomes"][o]) for o in OUTCOMES) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def draw_chart(results: dict, path: Path) -> Path:
+    """Grouped bars: Pass@1 per benchmark under each rule, with standard-error whiskers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scores = results.get("scores", {})
+    benchmarks = list(scores)
+    rules = list(RULES)
+    width = 0.8 / max(1, len(rules))
+    figure, axes = plt.subplots(figsize=(max(6.0, 1.8 * len(benchmarks) + 2), 4.2))
+    for index, rule in enumerate(rules):
+        values = [100 * scores[b]["rules"][rule]["pass@1"] for b in benchmarks]
+        errors = [100 * scores[b]["rules"][rule]["pass@1_stderr"] for b in benchmarks]
+        positions = [i + (index - (len(rules) - 1) / 2) * width for i in range(len(benchmarks))]
+        axes.bar(positions, values, width, yerr=errors, capsize=2, label=rule)
+    axes.set_xticks(range(len(benchmarks)), benchmarks)
+    axes.set_ylabel("Pass@1 (%)")
+    axes.set_ylim(0, 105)
+    axes.set_title(f"trex eval {results.get('name', '')}: Pass@1 by grading rule")
+    axes.legend(fontsize=8, ncol=3, loc="upper right")
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def load_sample_records(source: str | Path) -> list[dict]:
+    """Sample records from an eval folder (its samples.jsonl) or a samples.jsonl file."""
+    path = Path(source)
+    if path.is_dir():
+        path = path / "samples.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{source}: no samples.jsonl there (give an eval folder or its samples.jsonl)")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from None
+    return records
+
+
+def compare(records_a: list[dict], records_b: list[dict], rule: str) -> dict:
+    """Per-item comparison of two evals under `rule`: items only A solves (wins), only B solves
+    (losses), both, neither; an item's score is its fraction of correct samples."""
+
+    def per_item(records):
+        scores: dict[tuple[str, str], list[bool]] = defaultdict(list)
+        for record in records:
+            scores[(record["benchmark"], record["item_id"])].append(bool(record["verdicts"].get(rule)))
+        return {key: sum(v) / len(v) for key, v in scores.items()}
+
+    a, b = per_item(records_a), per_item(records_b)
+    shared = sorted(set(a) & set(b))
+    wins = [key for key in shared if a[key] > b[key]]
+    losses = [key for key in shared if a[key] < b[key]]
+    return {
+        "rule": rule,
+        "shared_items": len(shared),
+        "only_in_a": len(set(a) - set(b)),
+        "only_in_b": len(set(b) - set(a)),
+        "wins": [{"benchmark": k[0], "item_id": k[1], "a": a[k], "b": b[k]} for k in wins],
+        "losses": [{"benchmark": k[0], "item_id": k[1], "a": a[k], "b": b[k]} for k in losses],
+        "both_correct": sum(1 for key in shared if a[key] == 1.0 and b[key] == 1.0),
+        "both_wrong": sum(1 for key in shared if a[key] == 0.0 and b[key] == 0.0),
+        "pass@1_a": sum(a[k] for k in shared) / len(shared) if shared else 0.0,
+        "pass@1_b": sum(b[k] for k in shared) / len(shared) if shared else 0.0,
+    }

@@ -1,0 +1,664 @@
+"""DeepSeek-V4 as a plain single-device PyTorch module, with its training losses and a generate loop.
+
+Module and parameter names follow the official checkpoint (`embed`, `layers.{i}.attn.wq_a`,
+`layers.{i}.ffn.experts`, `mtp.0.e_proj`, ...), so the official layout maps onto this model almost
+one to one; routed experts are stacked ([E, inter, hidden] for w1/w3, [E, hidden, inter] for w2) so
+they run as grouped matrix multiplications and expert parallelism can swap `experts` out.
+
+Shapes in names: B batch, S sequence, H heads, D head dim, T compressed entries, E experts, N tokens.
+Documents: `position_ids` restart at 0 at every packed document; no attention (window, compressed
+entries, indexer) and no loss crosses a document boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trex_cli.models.deepseek_v4 import kernels
+from trex_cli.models.deepseek_v4.config import CSA, HCA, SLIDING, DeepseekV4Config, yarn_inv_freq
+
+
+@dataclasses.dataclass
+class DeepseekV4Output:
+    """What one forward pass returns. Losses are None when not computed (no targets)."""
+
+    loss: torch.Tensor | None = None  # weighted total that training back-propagates
+    lm_loss: torch.Tensor | None = None
+    mtp_loss: torch.Tensor | None = None
+    balance_loss: torch.Tensor | None = None
+    indexer_kl_loss: torch.Tensor | None = None
+    expert_load: torch.Tensor | None = None  # [layers + MTP layers, E] routed tokens per expert
+    lm_tokens: torch.Tensor | None = None  # how many targets lm_loss averages over
+    logits: torch.Tensor | None = None
+    mtp_logits: torch.Tensor | None = None
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return kernels.rms_norm(x, self.weight, self.eps)
+
+
+@dataclasses.dataclass
+class _Context:
+    """Per-forward values every block reads."""
+
+    position_ids: torch.Tensor  # [B, S]
+    input_ids: torch.Tensor  # [B, S] (hash routing)
+    rope: dict[str, tuple[torch.Tensor, torch.Tensor]]  # "main"/"compress" -> cos, sin [B, S, R]
+    compress_inv_freq: torch.Tensor  # [R] for the compressed entries' own positions
+    docs: torch.Tensor  # [B, S] document number of each token
+    single_document: bool  # every row is one document: skip the document masks
+    training_losses: bool
+    indexer_kl: list  # filled by CSA layers
+    router_stats: list  # filled by MoE layers: (scores or None, topk_ids)
+
+
+class Compressor(nn.Module):
+    """Softmax-gated pooling of each window of `ratio` tokens into one KV entry (CSA and HCA).
+
+    With `overlap` (CSA) each token projects two series: the first half of its features feeds the
+    next window's entry and the second half its own, so entry w pools 2*ratio tokens with stride
+    ratio. Entries are normalized and get the compressed-layer RoPE at the position of their
+    window's first token. In packed sequences an entry pools only the tokens of the document its
+    window ends in (the others get zero weight), so no entry mixes documents."""
+
+    def __init__(self, config: DeepseekV4Config, dim: int, ratio: int, overlap: bool):
+        super().__init__()
+        width = dim * (2 if overlap else 1)
+        self.dim, self.ratio, self.overlap = dim, ratio, overlap
+        self.wkv = nn.Linear(config.hidden_size, width, bias=False)
+        self.wgate = nn.Linear(config.hidden_size, width, bias=False)
+        self.ape = nn.Parameter(torch.zeros(ratio, width, dtype=torch.float32))
+        self.norm = RMSNorm(dim, config.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        batch, seq_len, _ = x.shape
+        windows = seq_len // self.ratio
+        if windows == 0:
+            return x.new_zeros(batch, 0, self.dim)
+        used = windows * self.ratio
+        kv = self.wkv(x[:, :used]).view(batch, windows, self.ratio, -1)
+        gate = self.wgate(x[:, :used]).view(batch, windows, self.ratio, -1).float() + self.ape.float()
+        window_docs = ctx.docs[:, :used].view(batch, windows, self.ratio)
+        entry_doc = window_docs[..., -1:]  # an entry belongs to the document its window ends in
+        other_doc = window_docs != entry_doc  # [B, W, ratio]
+        if self.overlap:
+            d = self.dim
+            previous_kv = F.pad(kv[:, :-1, :, :d], (0, 0, 0, 0, 1, 0))
+            previous_gate = F.pad(gate[:, :-1, :, :d], (0, 0, 0, 0, 1, 0), value=float("-inf"))
+            previous_docs = F.pad(window_docs[:, :-1], (0, 0, 1, 0), value=-1)
+            kv = torch.cat([previous_kv, kv[..., d:]], dim=2)
+            gate = torch.cat([previous_gate, gate[..., d:]], dim=2)
+            other_doc = torch.cat([previous_docs != entry_doc, other_doc], dim=2)
+        if ctx.single_document:
+            weights = gate.softmax(dim=2).to(kv.dtype)
+        else:
+            weights = gate.masked_fill(other_doc.unsqueeze(-1), float("-inf")).softmax(dim=2).to(kv.dtype)
+        pooled = self.norm((kv * weights).sum(dim=2))
+        # position of the window's first token, counted in the entry's document
+        last_positions = ctx.position_ids[:, self.ratio - 1 : used : self.ratio]
+        angles = (last_positions - (self.ratio - 1)).unsqueeze(-1).float() * ctx.compress_inv_freq.float()
+        return kernels.apply_rope(pooled, angles.cos(), angles.sin())
+
+
+def compressed_visibility(ctx: _Context, num_entries: int, ratio: int) -> torch.Tensor:
+    """[B, S, T] bool: entry t is complete at the query (its window ends at or before it) and
+    belongs to the query's document."""
+    seq_len = ctx.position_ids.shape[1]
+    device = ctx.position_ids.device
+    last_token = (torch.arange(num_entries, device=device) + 1) * ratio - 1
+    complete = last_token.view(1, -1) <= torch.arange(seq_len, device=device).view(-1, 1)  # [S, T]
+    if ctx.single_document:
+        return complete.unsqueeze(0).expand(ctx.docs.shape[0], -1, -1)
+    same_document = ctx.docs[:, last_token].unsqueeze(1) == ctx.docs.unsqueeze(-1)  # [B, S, T]
+    return complete.unsqueeze(0) & same_document
+
+
+class Indexer(nn.Module):
+    """Lightning indexer: scores compressed entries as sum_h w_h * relu(q_h . k) and keeps the top-k."""
+
+    def __init__(self, config: DeepseekV4Config):
+        super().__init__()
+        self.heads, self.head_dim, self.topk = config.index_n_heads, config.index_head_dim, config.index_topk
+        self.ratio = config.compress_rate_csa
+        self.wq_b = nn.Linear(config.q_lora_rank, self.heads * self.head_dim, bias=False)
+        self.weights_proj = nn.Linear(config.hidden_size, self.heads, bias=False)
+        self.compressor = Compressor(config, self.head_dim, self.ratio, overlap=True)
+
+    def forward(self, x, q_residual, ctx: _Context, visible: torch.Tensor) -> torch.Tensor:
+        """[B, S, T] float32 scores, -inf where the entry is not visible."""
+        batch, seq_len, _ = x.shape
+        cos, sin = ctx.rope["compress"]
+        keys = self.compressor(x, ctx)
+        query = self.wq_b(q_residual).view(batch, seq_len, self.heads, self.head_dim)
+        query = kernels.apply_rope(query, cos, sin)
+        weights = self.weights_proj(x).float() * self.heads**-0.5
+        scores = kernels.indexer_scores(query, keys, weights, self.head_dim**-0.5)
+        return scores.masked_fill(~visible, float("-inf"))
+
+
+class Attention(nn.Module):
+    """Shared-KV multi-query attention over a sliding window plus (CSA/HCA) compressed entries, with
+    a per-head sink and the grouped low-rank output projection."""
+
+    def __init__(self, config: DeepseekV4Config, layer_index: int):
+        super().__init__()
+        self.config = config
+        self.layer_type = config.layer_type(layer_index)
+        self.heads, self.head_dim = config.num_attention_heads, config.head_dim
+        self.wq_a = nn.Linear(config.hidden_size, config.q_lora_rank, bias=False)
+        self.q_norm = RMSNorm(config.q_lora_rank, config.rms_norm_eps)
+        self.wq_b = nn.Linear(config.q_lora_rank, self.heads * self.head_dim, bias=False)
+        self.wkv = nn.Linear(config.hidden_size, self.head_dim, bias=False)
+        self.kv_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
+        group_width = self.heads * self.head_dim // config.o_groups
+        self.wo_a = nn.Linear(group_width, config.o_groups * config.o_lora_rank, bias=False)
+        self.wo_b = nn.Linear(config.o_groups * config.o_lora_rank, config.hidden_size, bias=False)
+        self.attn_sink = nn.Parameter(torch.zeros(self.heads, dtype=torch.float32))
+        self.ratio = config.compress_ratios[layer_index]
+        self.compressor = None
+        self.indexer = None
+        if self.layer_type != SLIDING:
+            self.compressor = Compressor(config, self.head_dim, self.ratio, overlap=self.layer_type == CSA)
+        if self.layer_type == CSA:
+            self.indexer = Indexer(config)
+
+    def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        batch, seq_len, _ = x.shape
+        cos, sin = ctx.rope["main" if self.layer_type == SLIDING else "compress"]
+        q_residual = self.q_norm(self.wq_a(x))
+        query = self.wq_b(q_residual).view(batch, seq_len, self.heads, self.head_dim)
+        query = kernels.apply_rope(kernels.rms_norm(query, None, self.config.rms_norm_eps), cos, sin)
+        kv = kernels.apply_rope(self.kv_norm(self.wkv(x)), cos, sin)
+        scale = self.head_dim**-0.5
+        compressed_kv = indices = None
+        if self.compressor is not None:
+            compressed_kv = self.compressor(x, ctx)
+            num_entries = compressed_kv.shape[1]
+            visible = compressed_visibility(ctx, num_entries, self.ratio)
+            if self.indexer is not None and num_entries > 0:
+                scores = self.indexer(x.detach(), q_residual.detach(), ctx, visible)
+                picked = scores.detach().topk(min(self.indexer.topk, num_entries), dim=-1).indices
+                picked_visible = visible.gather(-1, picked)
+                indices = torch.where(picked_visible, picked, torch.full_like(picked, -1))
+                if ctx.training_losses:
+                    ctx.indexer_kl.append(self._indexer_kl(query, compressed_kv, scores, indices, scale))
+            else:
+                # HCA: every visible entry, listed explicitly so document limits hold
+                entry = torch.arange(num_entries, device=x.device).expand_as(visible)
+                indices = torch.where(visible, entry, torch.full_like(entry, -1))
+        output = kernels.sparse_attention(
+            query, kv, self.attn_sink, window=self.config.sliding_window, scale=scale,
+            compressed_kv=compressed_kv, compressed_indices=indices, compress_ratio=self.ratio or None,
+            position_ids=ctx.position_ids,
+        )
+        # values carried the keys' rotation: undo it at the query position before mixing heads
+        output = kernels.apply_rope(output, cos, sin, inverse=True)
+        groups = self.config.o_groups
+        grouped = output.reshape(batch, seq_len, groups, -1)
+        weight = self.wo_a.weight.view(groups, self.config.o_lora_rank, -1)
+        low_rank = torch.einsum("bsgi,goi->bsgo", grouped, weight).flatten(2)
+        return self.wo_b(low_rank)
+
+    @staticmethod
+    def _indexer_kl(query, compressed_kv, index_scores, indices, scale) -> torch.Tensor:
+        """KL(attention || indexer) over each query's selected entries. The target is the main
+        attention restricted to the selected entries, averaged over heads, without gradient."""
+        num_entries = compressed_kv.shape[1]
+        selected = torch.zeros(*indices.shape[:2], num_entries + 1, dtype=torch.bool, device=indices.device)
+        safe = torch.where(indices >= 0, indices, torch.full_like(indices, num_entries))
+        selected = selected.scatter(-1, safe, True)[..., :num_entries]
+        rows = selected.any(-1)
+        if not bool(rows.any()):
+            return index_scores.new_zeros(())
+        with torch.no_grad():
+            logits = torch.einsum("bshd,btd->bsht", query.float(), compressed_kv.float()) * scale
+            logits = logits.masked_fill(~selected.unsqueeze(2), float("-inf"))
+            target = torch.softmax(logits, dim=-1).nan_to_num(0.0).mean(dim=2)  # [B, S, T]
+        log_indexer = torch.log_softmax(index_scores.masked_fill(~selected, float("-inf")), dim=-1)
+        per_entry = torch.where(selected, target * (torch.log(target.clamp_min(1e-20)) - log_indexer), 0.0)
+        return per_entry.sum(-1)[rows].mean()
+
+
+class Experts(nn.Module):
+    """Routed SwiGLU experts, stacked so that all experts run as grouped matrix multiplications."""
+
+    def __init__(self, config: DeepseekV4Config):
+        super().__init__()
+        experts, inter, hidden = config.n_routed_experts, config.moe_intermediate_size, config.hidden_size
+        self.num_experts, self.limit = experts, config.swiglu_limit
+        self.w1 = nn.Parameter(torch.empty(experts, inter, hidden))
+        self.w3 = nn.Parameter(torch.empty(experts, inter, hidden))
+        self.w2 = nn.Parameter(torch.empty(experts, hidden, inter))
+
+    def forward(self, tokens: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+        permuted, tokens_per_expert, order = kernels.moe_permute(tokens, topk_ids, self.num_experts)
+        gate = kernels.grouped_matmul(permuted, self.w1, tokens_per_expert)
+        up = kernels.grouped_matmul(permuted, self.w3, tokens_per_expert)
+        hidden = kernels.swiglu(gate, up, self.limit)
+        down = kernels.grouped_matmul(hidden, self.w2, tokens_per_expert)
+        return kernels.moe_unpermute(down, order, topk_weights)
+
+
+class SharedExpert(nn.Module):
+    def __init__(self, config: DeepseekV4Config):
+        super().__init__()
+        inter = config.moe_intermediate_size * config.n_shared_experts
+        self.limit = config.swiglu_limit
+        self.w1 = nn.Linear(config.hidden_size, inter, bias=False)
+        self.w2 = nn.Linear(inter, config.hidden_size, bias=False)
+        self.w3 = nn.Linear(config.hidden_size, inter, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(kernels.swiglu(self.w1(x), self.w3(x), self.limit))
+
+
+class Gate(nn.Module):
+    """Router: sqrt(softplus) scores; experts chosen on scores + a bias that only the aux-loss-free
+    rule changes (learned layers) or by a fixed token -> experts table (hash layers); the weights are
+    the chosen scores, normalized and scaled."""
+
+    def __init__(self, config: DeepseekV4Config, hashed: bool):
+        super().__init__()
+        self.hashed, self.topk = hashed, config.num_experts_per_tok
+        self.scaling, self.normalize = config.routed_scaling_factor, config.norm_topk_prob
+        self.weight = nn.Parameter(torch.empty(config.n_routed_experts, config.hidden_size))
+        if hashed:
+            self.register_buffer("tid2eid", torch.zeros(config.vocab_size, self.topk, dtype=torch.long))
+        else:
+            self.register_buffer("bias", torch.zeros(config.n_routed_experts, dtype=torch.float32))
+
+    def forward(self, x: torch.Tensor, input_ids: torch.Tensor):
+        scores = F.softplus(F.linear(x, self.weight).float()).sqrt()  # [N, E]
+        if self.hashed:
+            topk_ids = self.tid2eid[input_ids.reshape(-1)]
+        else:
+            topk_ids = torch.topk(scores.detach() + self.bias, self.topk, dim=-1, sorted=False).indices
+        weights = scores.gather(1, topk_ids)
+        if self.normalize:
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+        return scores, topk_ids, weights * self.scaling
+
+
+class MoE(nn.Module):
+    def __init__(self, config: DeepseekV4Config, layer_index: int):
+        super().__init__()
+        self.gate = Gate(config, hashed=config.is_hash_layer(layer_index))
+        self.experts = Experts(config)
+        self.shared_experts = SharedExpert(config)
+
+    def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        batch, seq_len, hidden = x.shape
+        tokens = x.reshape(-1, hidden)
+        scores, topk_ids, topk_weights = self.gate(tokens, ctx.input_ids)
+        ctx.router_stats.append((None if self.gate.hashed else scores, topk_ids))
+        routed = self.experts(tokens, topk_ids, topk_weights.to(x.dtype))
+        return (routed + self.shared_experts(tokens)).view(batch, seq_len, hidden)
+
+
+def hyper_connection_weights(streams: torch.Tensor, fn, base, scale, config: DeepseekV4Config):
+    """mHC: from the [B, S, n, D] streams, the pre (collapse), post (expand) and comb (n x n,
+    Sinkhorn-projected) weights, all float32."""
+    n = config.hc_mult
+    flat = kernels.rms_norm(streams.flatten(2).float(), None, config.rms_norm_eps)
+    mixes = F.linear(flat, fn.float())
+    pre, post, comb = mixes.split([n, n, n * n], dim=-1)
+    base = base.float()
+    scale = scale.float()
+    pre = torch.sigmoid(pre * scale[0] + base[:n]) + config.hc_eps
+    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
+    comb_logits = comb.view(*comb.shape[:-1], n, n) * scale[2] + base[2 * n :].view(n, n)
+    comb = kernels.sinkhorn(comb_logits, config.hc_sinkhorn_iters, config.hc_eps)
+    return pre, post, comb
+
+
+class Block(nn.Module):
+    """One transformer block: attention and MoE, each wrapped in manifold-constrained hyper-connections."""
+
+    def __init__(self, config: DeepseekV4Config, layer_index: int):
+        super().__init__()
+        self.config = config
+        n, width = config.hc_mult, config.hc_mult * config.hidden_size
+        self.attn_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.ffn_norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.attn = Attention(config, layer_index)
+        self.ffn = MoE(config, layer_index)
+        for site in ("attn", "ffn"):
+            self.register_parameter(f"hc_{site}_fn", nn.Parameter(torch.empty((2 + n) * n, width, dtype=torch.float32)))
+            self.register_parameter(f"hc_{site}_base", nn.Parameter(torch.zeros((2 + n) * n, dtype=torch.float32)))
+            self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3, dtype=torch.float32)))
+
+    def _wrapped(self, streams, site: str, sublayer, norm, ctx) -> torch.Tensor:
+        dtype = streams.dtype
+        pre, post, comb = hyper_connection_weights(
+            streams, getattr(self, f"hc_{site}_fn"), getattr(self, f"hc_{site}_base"), getattr(self, f"hc_{site}_scale"), self.config
+        )
+        collapsed = (pre.unsqueeze(-1) * streams).sum(dim=2).to(dtype)
+        out = sublayer(norm(collapsed), ctx)
+        # comb mixes the incoming streams: new_k = sum_j comb[j, k] * stream_j
+        return post.to(dtype).unsqueeze(-1) * out.unsqueeze(-2) + torch.matmul(comb.to(dtype).transpose(-1, -2), streams)
+
+    def forward(self, streams: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        streams = self._wrapped(streams, "attn", self.attn, self.attn_norm, ctx)
+        return self._wrapped(streams, "ffn", self.ffn, self.ffn_norm, ctx)
+
+
+class HyperHead(nn.Module):
+    """Collapses the mHC streams into one hidden state (sigmoid weights, no Sinkhorn)."""
+
+    def __init__(self, config: DeepseekV4Config, owner: nn.Module, prefix: str):
+        super().__init__()
+        self.config = config
+        self.prefix = prefix
+
+    @staticmethod
+    def collapse(streams, fn, base, scale, config: DeepseekV4Config) -> torch.Tensor:
+        flat = kernels.rms_norm(streams.flatten(2).float(), None, config.rms_norm_eps)
+        mixes = F.linear(flat, fn.float())
+        pre = torch.sigmoid(mixes * scale.float() + base.float()) + config.hc_eps
+        return (pre.unsqueeze(-1) * streams).sum(dim=2).to(streams.dtype)
+
+
+def _head_parameters(module: nn.Module, config: DeepseekV4Config) -> None:
+    n = config.hc_mult
+    module.hc_head_fn = nn.Parameter(torch.empty(n, n * config.hidden_size, dtype=torch.float32))
+    module.hc_head_base = nn.Parameter(torch.zeros(n, dtype=torch.float32))
+    module.hc_head_scale = nn.Parameter(torch.ones(1, dtype=torch.float32))
+
+
+class MTPBlock(Block):
+    """Multi-token prediction: from the main model's streams at t and the embedding of token t+1,
+    a full block predicts token t+2 (sharing the main embedding and output head)."""
+
+    def __init__(self, config: DeepseekV4Config, layer_index: int):
+        super().__init__(config, layer_index)
+        self.e_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self.h_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+        self.enorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.hnorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        _head_parameters(self, config)
+
+    def forward(self, streams: torch.Tensor, next_embeddings: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        mixed = self.e_proj(self.enorm(next_embeddings)).unsqueeze(2) + self.h_proj(self.hnorm(streams))
+        mixed = super().forward(mixed, ctx)
+        return self.norm(HyperHead.collapse(mixed, self.hc_head_fn, self.hc_head_base, self.hc_head_scale, self.config))
+
+
+class DeepseekV4ForCausalLM(nn.Module):
+    """The whole model: embedding, blocks, mHC head, final norm, output head and the MTP blocks."""
+
+    def __init__(self, config: DeepseekV4Config):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(Block(config, i) for i in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        _head_parameters(self, config)
+        self.mtp = nn.ModuleList(
+            MTPBlock(config, config.num_hidden_layers + i) for i in range(config.num_nextn_predict_layers)
+        )
+        rope_dim = config.qk_rope_head_dim
+        self.register_buffer("inv_freq_main", yarn_inv_freq(rope_dim, config.rope_theta, None), persistent=False)
+        self.register_buffer(
+            "inv_freq_compress", yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn), persistent=False
+        )
+        self.reset_parameters()
+
+    # ---- initialisation --------------------------------------------------------------------------
+    @torch.no_grad()
+    def reset_parameters(self, seed: int | None = None) -> None:
+        """Random init (normal std initializer_range for matrices, ones for norms and hc scales,
+        zeros for biases and sinks) and a random balanced hash-routing table."""
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        std = self.config.initializer_range
+        for name, parameter in self.named_parameters():
+            if parameter.device.type == "meta":
+                continue
+            leaf = name.rsplit(".", 1)[-1]
+            if leaf.endswith("_base") or leaf in ("ape", "attn_sink"):
+                parameter.zero_()
+            elif leaf.endswith("_scale") or (leaf == "weight" and parameter.dim() == 1):
+                parameter.fill_(1.0)
+            else:
+                values = torch.randn(parameter.shape, generator=generator, dtype=torch.float32) * std
+                parameter.copy_(values)
+        for module in self.modules():
+            if isinstance(module, Gate) and module.hashed and module.tid2eid.device.type != "meta":
+                experts = self.config.n_routed_experts
+                draws = torch.rand(self.config.vocab_size, experts, generator=generator)
+                module.tid2eid.copy_(draws.argsort(dim=-1)[:, : module.topk])
+
+    # ---- forward ---------------------------------------------------------------------------------
+    def _rope(self, position_ids: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        tables = {}
+        for kind in ("main", "compress"):
+            angles = position_ids.unsqueeze(-1).float() * getattr(self, f"inv_freq_{kind}").float()
+            tables[kind] = (angles.cos(), angles.sin())
+        return tables
+
+    def _context(self, input_ids, position_ids, training_losses: bool) -> _Context:
+        docs = kernels.document_ids(position_ids)
+        return _Context(
+            position_ids=position_ids, input_ids=input_ids, rope=self._rope(position_ids),
+            compress_inv_freq=self.inv_freq_compress, docs=docs, single_document=bool((docs == 1).all()),
+            training_losses=training_losses, indexer_kl=[], router_stats=[],
+        )
+
+    def hidden_states(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None, ctx: _Context | None = None):
+        """(final normed hidden [B, S, D], last block's streams [B, S, n, D], context)."""
+        if position_ids is None:
+            position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+        ctx = ctx or self._context(input_ids, position_ids, training_losses=False)
+        embeddings = self.embed(input_ids)
+        streams = embeddings.unsqueeze(2).expand(-1, -1, self.config.hc_mult, -1).contiguous()
+        for layer in self.layers:
+            streams = layer(streams, ctx)
+        collapsed = HyperHead.collapse(streams, self.hc_head_fn, self.hc_head_base, self.hc_head_scale, self.config)
+        return self.norm(collapsed), streams, ctx
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor | None = None,
+        loss_mask: torch.Tensor | None = None,
+        *,
+        compute_loss: bool = True,
+        return_logits: bool = False,
+        return_mtp_logits: bool = False,
+        mtp_loss_weight: float = 0.3,
+        balance_loss_weight: float | None = None,
+        indexer_kl_weight: float = 1.0,
+    ) -> DeepseekV4Output:
+        """Losses (`loss_mask[b, t]` = 1 where token t is a training target) and, on request, logits.
+
+        lm_loss: mean cross-entropy of token t+1 from position t over targets in the same document;
+        mtp_loss: the same for token t+2 from the MTP block; balance_loss: DeepSeek-V3's sequence-wise
+        balance loss averaged over learned-routing layers; indexer_kl_loss: KL of each CSA indexer to
+        its layer's attention; loss = lm + mtp_loss_weight * mtp + balance_loss_weight (default
+        router_aux_loss_coef) * balance + indexer_kl_weight * indexer_kl."""
+        batch, seq_len = input_ids.shape
+        if position_ids is None:
+            position_ids = torch.arange(seq_len, device=input_ids.device).expand(batch, seq_len)
+        if loss_mask is None:
+            loss_mask = torch.ones_like(input_ids)
+        ctx = self._context(input_ids, position_ids, training_losses=compute_loss and self.training)
+        hidden, streams, ctx = self.hidden_states(input_ids, position_ids, ctx)
+        out = DeepseekV4Output()
+        docs = ctx.docs
+        if return_logits:
+            out.logits = self.head(hidden)
+        mtp_hidden = None
+        if self.mtp and (compute_loss or return_mtp_logits):
+            next_ids = F.pad(input_ids[:, 1:], (0, 1))
+            mtp_hidden = self.mtp[0](streams, self.embed(next_ids), ctx)
+            if return_mtp_logits:
+                out.mtp_logits = self.head(mtp_hidden)
+        out.expert_load = self._expert_load(ctx)
+        if not compute_loss:
+            return out
+        lm_loss, lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1)
+        out.lm_loss, out.lm_tokens = lm_loss, lm_tokens
+        total = lm_loss
+        if mtp_hidden is not None:
+            out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2)
+            total = total + mtp_loss_weight * out.mtp_loss
+        out.balance_loss = self._balance_loss(ctx, batch, seq_len)
+        weight = self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight
+        total = total + weight * out.balance_loss
+        if ctx.indexer_kl:
+            out.indexer_kl_loss = torch.stack(ctx.indexer_kl).mean()
+            total = total + indexer_kl_weight * out.indexer_kl_loss
+        out.loss = total
+        return out
+
+    def _shifted_loss(self, hidden, input_ids, loss_mask, docs, shift: int):
+        """Mean cross-entropy of token t+shift predicted at position t (fused head + loss)."""
+        targets = input_ids[:, shift:]
+        keep = (loss_mask[:, shift:] > 0) & (docs[:, shift:] == docs[:, :-shift])
+        targets = torch.where(keep, targets, torch.full_like(targets, -100))
+        rows = hidden[:, :-shift].reshape(-1, hidden.shape[-1])
+        count = keep.sum()
+        if int(count) == 0:
+            return (rows.sum() * 0.0 + self.head.weight.sum() * 0.0).float(), count
+        total = kernels.linear_cross_entropy(rows, self.head.weight, targets.reshape(-1), ignore_index=-100, reduction="sum")
+        return total / count, count
+
+    def _balance_loss(self, ctx: _Context, batch: int, seq_len: int) -> torch.Tensor:
+        experts, topk = self.config.n_routed_experts, self.config.num_experts_per_tok
+        losses = []
+        for scores, topk_ids in ctx.router_stats:
+            if scores is None:  # hash layers have no learned choice to balance
+                continue
+            scores = scores.view(batch, seq_len, experts)
+            share = scores / scores.sum(dim=-1, keepdim=True)  # normalized affinity
+            mean_share = share.mean(dim=1)  # [B, E]
+            counts = torch.zeros(batch, experts, device=scores.device)
+            counts.scatter_add_(1, topk_ids.view(batch, -1), torch.ones(batch, seq_len * topk, device=scores.device))
+            fraction = counts * experts / (topk * seq_len)
+            losses.append((fraction * mean_share).sum(dim=-1).mean())
+        if not losses:
+            return self.head.weight.new_zeros((), dtype=torch.float32)
+        return torch.stack(losses).mean()
+
+    def _expert_load(self, ctx: _Context) -> torch.Tensor:
+        experts = self.config.n_routed_experts
+        loads = [torch.bincount(ids.reshape(-1), minlength=experts) for _, ids in ctx.router_stats]
+        return torch.stack(loads).float() if loads else torch.zeros(0, experts)
+
+    def routed_gates(self) -> list[Gate]:
+        """The gate of every block in expert_load's row order (main layers, then MTP)."""
+        return [layer.ffn.gate for layer in self.layers] + [block.ffn.gate for block in self.mtp]
+
+    @torch.no_grad()
+    def update_expert_bias(self, expert_load: torch.Tensor, rate: float) -> None:
+        """Aux-loss-free balancing: raise the routing bias of experts that got fewer tokens than the
+        mean and lower it for those that got more, by `rate` (sign rule; hash layers skipped).
+        `expert_load` is summed over data-parallel ranks by the caller."""
+        gates = self.routed_gates()
+        if expert_load.shape[0] != len(gates):
+            raise ValueError(f"expert_load has {expert_load.shape[0]} rows; this model has {len(gates)} routed layers")
+        for gate, load in zip(gates, expert_load, strict=True):
+            if gate.hashed:
+                continue
+            load = load.to(gate.bias.device).float()
+            gate.bias += rate * torch.sign(load.mean() - load)
+
+    # ---- generation --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def generate(
+        self,
+        input_ids: list[list[int]] | torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        eos_token_id: int | list[int] | None = None,
+        seed: int | None = None,
+    ) -> list[list[int]]:
+        """Continue each prompt (batched, prompts may differ in length); greedy when temperature is 0,
+        else nucleus sampling. Returns the new tokens of each prompt, stopping after an EOS token.
+
+        Prompts are right-padded and every step reruns the causal forward pass, reading each row at its
+        own last position: causality makes the padding invisible, so results equal unbatched runs."""
+        if isinstance(input_ids, torch.Tensor):
+            prompts = [row.tolist() for row in input_ids]
+        else:
+            prompts = [list(p) for p in input_ids]
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("generate: every prompt needs at least one token")
+        stop = set([eos_token_id] if isinstance(eos_token_id, int) else (eos_token_id or []))
+        device = self.head.weight.device
+        generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
+        sequences = [list(p) for p in prompts]
+        finished = [False] * len(prompts)
+        was_training = self.training
+        self.eval()
+        try:
+            for _ in range(max_new_tokens):
+                active = [i for i, done in enumerate(finished) if not done]
+                if not active:
+                    break
+                lengths = torch.tensor([len(sequences[i]) for i in active], device=device)
+                width = int(lengths.max())
+                batch = torch.zeros(len(active), width, dtype=torch.long, device=device)
+                for row, i in enumerate(active):
+                    batch[row, : len(sequences[i])] = torch.tensor(sequences[i], device=device)
+                hidden, _, _ = self.hidden_states(batch)
+                last = hidden[torch.arange(len(active), device=device), lengths - 1]
+                logits = self.head(last).float()
+                chosen = _sample(logits, temperature, top_p, generator)
+                for row, i in enumerate(active):
+                    token = int(chosen[row])
+                    sequences[i].append(token)
+                    if token in stop:
+                        finished[i] = True
+        finally:
+            self.train(was_training)
+        return [seq[len(p) :] for seq, p in zip(sequences, prompts, strict=True)]
+
+
+def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
+    if temperature <= 0:
+        return logits.argmax(dim=-1)
+    probabilities = torch.softmax(logits / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_probs, order = probabilities.sort(dim=-1, descending=True)
+        # keep the smallest prefix whose mass reaches top_p (always at least the top token)
+        drop = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p
+        sorted_probs = sorted_probs.masked_fill(drop, 0.0)
+        probabilities = torch.zeros_like(probabilities).scatter(-1, order, sorted_probs)
+    return torch.multinomial(probabilities, 1, generator=generator).squeeze(-1)
+
+
+def count_parameters(model: nn.Module, config: DeepseekV4Config) -> dict[str, int]:
+    """Total parameters, and those one token uses (top-k of the routed experts), main model and MTP."""
+    total = sum(p.numel() for p in model.parameters())
+    routed = sum(p.numel() for n, p in model.named_parameters() if ".experts.w" in n)
+    mtp = sum(p.numel() for n, p in model.named_parameters() if n.startswith("mtp."))
+    mtp_routed = sum(p.numel() for n, p in model.named_parameters() if n.startswith("mtp.") and ".experts.w" in n)
+    active_share = config.num_experts_per_tok / config.n_routed_experts
+    active = total - routed + int(routed * active_share)
+    active_without_mtp = active - (mtp - mtp_routed + int(mtp_routed * active_share))
+    # a token reads one row of the embedding table: the table is not "used" like a matrix
+    embedding_rows = config.vocab_size * config.hidden_size - config.hidden_size
+    return {
+        "total": total,
+        "active": active,
+        "total_without_mtp": total - mtp,
+        "active_without_mtp": active_without_mtp,
+        "active_matmul_without_mtp": active_without_mtp - embedding_rows,
+    }
+
+
+__all__ = ["DeepseekV4ForCausalLM", "DeepseekV4Output", "count_parameters", "math"]

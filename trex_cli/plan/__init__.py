@@ -1,0 +1,6 @@
+"""SuperPOD planning: choose a parallel layout for a DeepSeek-V4 model on a cluster, estimate its
+per-rank memory and step time, and launch the production engine (MindSpeed-LLM) with that layout.
+
+Modules: `parameters` (parameter counts per component), `clusters` (device and link profiles),
+`layout` (a layout and its divisibility rules), `memory`, `timing`, `search`, `mfu`, `mindspeed`.
+"""

@@ -1,0 +1,112 @@
+"""Resumable checkpoints: one DCP folder per saved step, the last K kept.
+
+`checkpoints/step-N/` holds the model and optimizer state as a DCP (torch.distributed.checkpoint)
+sharded save, so every rank writes its own shards and a run can resume on the same layout (DCP also
+reshards to another one). Beside it: `trainer.pt` (the step, the LR scheduler, the NaN-guard counters:
+the trainer's own state) and `rng-rank<r>.pt` (each rank's random generators). The data position is
+the step itself (see data.py). A checkpoint is written under `.step-N.partial/` and renamed when every
+rank is done, so a folder named `step-N` is always complete, even after a SIGKILL mid-save.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import (
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
+
+from trex_cli.console import warn
+
+STEP_FOLDER = re.compile(r"^step-(\d+)$")
+
+
+def _rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    try:
+        import numpy
+
+        state["numpy"] = numpy.random.get_state()
+    except ImportError:
+        pass
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    if "numpy" in state:
+        import numpy
+
+        numpy.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class Checkpointer:
+    """Saves and finds the checkpoints of one training stage folder."""
+
+    def __init__(self, folder: Path, keep_last: int, rank: int):
+        if keep_last < 1:
+            raise ValueError(f"[train] keep_last = {keep_last}: keep at least 1 checkpoint")
+        self.folder = Path(folder)
+        self.keep_last = keep_last
+        self.rank = rank
+
+    def steps(self) -> list[int]:
+        if not self.folder.is_dir():
+            return []
+        found = [STEP_FOLDER.match(p.name) for p in self.folder.iterdir() if p.is_dir()]
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def latest(self) -> Path | None:
+        steps = self.steps()
+        return self.folder / f"step-{steps[-1]}" if steps else None
+
+    @staticmethod
+    def _state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+        return {"model": get_model_state_dict(model), "optimizer": get_optimizer_state_dict(model, optimizer)}
+
+    def save(self, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, trainer_state: dict) -> Path:
+        target = self.folder / f"step-{step}"
+        partial = self.folder / f".step-{step}.partial"
+        if self.rank == 0:
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir(parents=True)
+        dist.barrier()
+        dcp.save(self._state(model, optimizer), checkpoint_id=str(partial))
+        torch.save(_rng_state(), partial / f"rng-rank{self.rank}.pt")
+        if self.rank == 0:
+            torch.save(trainer_state, partial / "trainer.pt")
+        dist.barrier()
+        if self.rank == 0:
+            shutil.rmtree(target, ignore_errors=True)
+            partial.rename(target)
+            for old in self.steps()[: -self.keep_last]:
+                shutil.rmtree(self.folder / f"step-{old}", ignore_errors=True)
+        dist.barrier()
+        return target
+
+    def load(self, path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+        """Restore model, optimizer and this rank's RNG from `path`; returns the trainer state."""
+        state = self._state(model, optimizer)
+        dcp.load(state, checkpoint_id=str(path))
+        set_model_state_dict(model, state["model"])
+        set_optimizer_state_dict(model, optimizer, state["optimizer"])
+        rng_path = Path(path) / f"rng-rank{self.rank}.pt"
+        if rng_path.is_file():
+            _set_rng_state(torch.load(rng_path, weights_only=False))
+        else:
+            warn(f"{rng_path} is missing (a different number of ranks?): random generators are not restored")
+        return torch.load(Path(path) / "trainer.pt", weights_only=False)

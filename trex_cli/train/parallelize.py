@@ -1,0 +1,210 @@
+"""Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order:
+
+1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert,
+   while the routed experts keep expert-TP 1 (T-Rex's parallel folding);
+2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch);
+3. activation checkpointing (full: every block; selective: every n-th block);
+4. FSDP2 `fully_shard`: each block is one unit, routed experts under EP get their own unit on the
+   expert-data-parallel ranks, then the root takes the embedding, head and the rest. Mixed precision:
+   fp32 master parameters, bf16 compute copies, fp32 gradient reduction. Gradients are summed across
+   ranks (the trainer scales each rank's loss by its share of the global batch).
+
+Tensor parallel attention: the query projection is split by heads (column-wise), the grouped low-rank
+output projection `wo_a` by its groups of heads, `wo_b` row-wise, the per-head sink by heads; each
+rank then runs the model's own attention code on its heads. The key/value path, compressors and the
+lightning indexer stay replicated (one shared KV head; the indexer is small).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+from torch import nn
+from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.nn.utils import stateless
+from torch.utils.checkpoint import checkpoint
+
+from trex_cli.console import warn
+from trex_cli.train.config import ParallelSection
+from trex_cli.train.distributed import Distributed
+from trex_cli.train.expert_parallel import apply_expert_parallel, blocks_of
+
+
+# ---- 1. tensor parallel ---------------------------------------------------------------------------
+
+
+def _shard_parameter(module: nn.Module, name: str, mesh) -> None:
+    parameter = getattr(module, name)
+    sharded = nn.Parameter(distribute_tensor(parameter.detach(), mesh, [Shard(0)]), parameter.requires_grad)
+    module.register_parameter(name, sharded)
+
+
+def _attention_on_local_heads(attention: nn.Module, *args, **kwargs):
+    """Run the model's attention with `wo_a.weight` and `attn_sink` swapped for this rank's shards:
+    the model reads them as tensors (an einsum, not a module call), so they must be plain local
+    tensors there; `to_local` keeps the gradient path to the sharded parameters."""
+    local = {
+        "wo_a.weight": attention.wo_a.weight.to_local(),
+        "attn_sink": attention.attn_sink.to_local(),
+    }
+    with stateless._reparametrize_module(attention, local):
+        return type(attention).forward(attention, *args, **kwargs)
+
+
+def _indexer_kl_over_all_heads(model_indexer_kl, tp_group, query, *args):
+    """The indexer's KL target averages the attention over every head; under TP a rank holds only its
+    heads, so gather them first (the target carries no gradient, nor does this gather)."""
+    import torch.distributed._functional_collectives as functional_collectives
+
+    all_heads = functional_collectives.all_gather_tensor(query.detach().contiguous(), gather_dim=2, group=tp_group)
+    return model_indexer_kl(all_heads, *args)
+
+
+def apply_tensor_parallel(model: nn.Module, tp_mesh) -> None:
+    tp = tp_mesh.size()
+    config = model.config
+    if config.num_attention_heads % tp or config.o_groups % tp:
+        raise ValueError(
+            f"[train.parallel] tp = {tp} must divide num_attention_heads ({config.num_attention_heads}) and "
+            f"o_groups ({config.o_groups})"
+        )
+    if config.moe_intermediate_size * config.n_shared_experts % tp:
+        raise ValueError(f"[train.parallel] tp = {tp} must divide the shared expert width")
+    local_config = dataclasses.replace(config, o_groups=config.o_groups // tp)
+    for block in blocks_of(model):
+        attention = block.attn
+        parallelize_module(attention, tp_mesh, {"wq_b": ColwiseParallel(), "wo_b": RowwiseParallel()})
+        _shard_parameter(attention.wo_a, "weight", tp_mesh)
+        _shard_parameter(attention, "attn_sink", tp_mesh)
+        attention.heads = config.num_attention_heads // tp
+        attention.config = local_config  # o_groups per rank; every other field is the model's
+        attention.forward = functools.partial(_attention_on_local_heads, attention)
+        if getattr(attention, "indexer", None) is not None:
+            attention._indexer_kl = functools.partial(
+                _indexer_kl_over_all_heads, type(attention)._indexer_kl, tp_mesh.get_group()
+            )
+        parallelize_module(
+            block.ffn.shared_experts,
+            tp_mesh,
+            {"w1": ColwiseParallel(), "w3": ColwiseParallel(), "w2": RowwiseParallel()},
+        )
+
+
+# ---- 3. activation checkpointing ------------------------------------------------------------------
+
+
+def _checkpointed_forward(module_forward, *args, **kwargs):
+    return checkpoint(module_forward, *args, use_reentrant=False, **kwargs)
+
+
+def apply_activation_checkpointing(model: nn.Module, mode: str, every: int) -> int:
+    """Recompute whole blocks in the backward pass instead of keeping their activations. The block's
+    `forward` is replaced on the instance so parameter names (and checkpoints) do not change."""
+    if mode == "none":
+        return 0
+    if every < 1:
+        raise ValueError(f"[train.parallel] selective_every = {every}: must be 1 or more")
+    count = 0
+    for index, block in enumerate(blocks_of(model)):
+        if mode == "full" or index % every == 0:
+            block.forward = functools.partial(_checkpointed_forward, block.forward)
+            count += 1
+    return count
+
+
+# ---- 4. FSDP2 -------------------------------------------------------------------------------------
+
+
+class OpaqueContext:
+    """Hands a block the model's per-forward context (a dataclass of tensors and of lists the blocks
+    append router statistics and indexer losses to) as an object FSDP2 does not look into.
+
+    FSDP2 rebuilds every dataclass and list among a unit's inputs that holds a tensor requiring grad
+    (to hook the backward pass), so from the first such tensor on, each block would append to its own
+    copy of the lists and the model would lose the statistics of the earlier blocks."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context):
+        object.__setattr__(self, "_context", context)
+
+    def __getattr__(self, name: str):
+        return getattr(object.__getattribute__(self, "_context"), name)
+
+
+def _call_with_opaque_context(self, *args, **kwargs):
+    args = tuple(
+        OpaqueContext(a) if dataclasses.is_dataclass(a) and not isinstance(a, type) else a for a in args
+    )
+    return nn.Module.__call__(self, *args, **kwargs)
+
+
+@functools.cache
+def _shielded_class(block_class: type) -> type:
+    return type(f"ContextShielded{block_class.__name__}", (block_class,), {"__call__": _call_with_opaque_context})
+
+
+def shield_context(block: nn.Module) -> None:
+    """Make `block` wrap dataclass arguments in OpaqueContext before any hook (FSDP's) sees them."""
+    if not isinstance(block, OpaqueContext) and "ContextShielded" not in type(block).__name__:
+        block.__class__ = _shielded_class(type(block))
+
+
+def apply_fsdp(
+    model: nn.Module,
+    distributed: Distributed,
+    compute_dtype: torch.dtype,
+    offload_optimizer: bool,
+    expert_parallel: bool,
+) -> None:
+    layout = distributed.layout
+    dense = distributed.dense_mesh
+    dp_mesh = dense["dp_replicate", "dp_shard"] if layout.dp_replicate > 1 else dense["dp_shard"]
+    # No input casting: blocks take the forward context (a dataclass whose lists the blocks fill with
+    # router statistics and indexer losses) and a cast would hand each block a copy.
+    policy = MixedPrecisionPolicy(
+        param_dtype=None if compute_dtype == torch.float32 else compute_dtype,
+        reduce_dtype=torch.float32,
+        cast_forward_inputs=False,
+    )
+    offload: OffloadPolicy = OffloadPolicy()
+    if offload_optimizer:
+        if distributed.device.type == "cpu":
+            warn("offload_optimizer has no effect on CPU: the optimizer state is already in host memory")
+        else:
+            offload = CPUOffloadPolicy(pin_memory=True)
+    # Resharding after forward saves memory only when there is more than one shard to free.
+    reshard = layout.dp_shard > 1
+    common = {"mp_policy": policy, "offload_policy": offload}
+    for block in blocks_of(model):
+        shield_context(block)
+        if expert_parallel:
+            fully_shard(
+                block.ffn.experts, mesh=distributed.expert_mesh["edp"], reshard_after_forward=reshard, **common
+            )
+        fully_shard(block, mesh=dp_mesh, reshard_after_forward=reshard, **common)
+    fully_shard(model, mesh=dp_mesh, reshard_after_forward=False, **common)
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.set_gradient_divide_factor(1.0)  # sum: each rank's loss already carries its share
+            module.set_force_sum_reduction_for_comms(True)  # plain SUM (gloo has no pre-multiplied sum)
+
+
+def parallelize(model: nn.Module, distributed: Distributed, parallel: ParallelSection, compute_dtype: torch.dtype) -> nn.Module:
+    """Apply TP, EP, activation checkpointing and FSDP2 in that order; returns the same model object."""
+    layout = distributed.layout
+    if layout.tp > 1:
+        apply_tensor_parallel(model, distributed.dense_mesh["tp"])
+    if layout.ep > 1:
+        apply_expert_parallel(model, distributed.expert_mesh["ep"])
+    apply_activation_checkpointing(model, parallel.activation_checkpoint, parallel.selective_every)
+    apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=layout.ep > 1)
+    return model
+
+
+def is_sharded(parameter: torch.Tensor) -> bool:
+    return isinstance(parameter, DTensor)

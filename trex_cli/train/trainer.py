@@ -1,0 +1,415 @@
+"""The native training loop for `trex train cpt|sft`: load, parallelize, loop (step, log, save), export.
+
+Every rank runs `run_training`. One optimizer step:
+1. the global batch for this step (a pure function of the step: see data.py) is cut into this
+   data-parallel rank's micro-batches;
+2. each micro-batch's losses are scaled by its share of the global batch (LM loss by its share of the
+   global target tokens, the mean losses (MTP, sequence balance, indexer KL) by 1 / number of
+   micro-batches over all ranks) and back-propagated; FSDP sums the gradients over ranks, so any
+   layout computes the same gradient as one process walking the whole batch;
+3. the global gradient norm is checked (NaN/Inf: skip the step and count it; too many in a row:
+   stop), gradients are clipped, AdamW steps on the fp32 master weights, the LR schedule advances and
+   the routing bias of every learned gate moves by the aux-loss-free rule on the global expert load.
+
+The trainer's own state (step, schedule, NaN counters) is checkpointed beside the model and
+optimizer, so re-running the same command resumes from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from trex_cli.console import out, warn
+from trex_cli.train.checkpoint import Checkpointer
+from trex_cli.train.config import StageSchedule, TrainSection
+from trex_cli.train.data import MicroBatch, TrainData, check_batch_sizes
+from trex_cli.train.distributed import Distributed
+from trex_cli.train.metrics import MetricsLogger, device_peak, flops_per_token, peak_memory_bytes
+from trex_cli.train.optim import build_optimizer, build_scheduler, clip_gradients, global_grad_norm
+from trex_cli.train.parallelize import parallelize
+
+COMPUTE_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+class TrainingDiverged(RuntimeError):
+    """Too many non-finite steps in a row."""
+
+
+@dataclasses.dataclass
+class StepResult:
+    loss: float
+    lm_loss: float
+    mtp_loss: float | None
+    balance_loss: float | None
+    indexer_kl_loss: float | None
+    grad_norm: float
+    skipped: bool
+    target_tokens: int
+
+
+def target_count(batch: MicroBatch) -> int:
+    """Targets the model's LM loss averages over: masked-in tokens predicted from a position of the same
+    document (the same rule as the model's loss; a document's first token has no predictor there)."""
+    from trex_cli.models.deepseek_v4 import kernels
+
+    documents = kernels.document_ids(batch.position_ids)
+    keep = (batch.loss_mask[:, 1:] > 0) & (documents[:, 1:] == documents[:, :-1])
+    return int(keep.sum())
+
+
+def build_model(config, init_path: Path | None, seed: int) -> torch.nn.Module:
+    """The fp32 master model: random init from `seed`, then the weights of `init_path` when given."""
+    from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
+
+    torch.manual_seed(seed)
+    model = DeepseekV4ForCausalLM(config)
+    if init_path is not None:
+        from trex_cli.models.deepseek_v4.state_dict_adapter import load_state_dict
+
+        state = load_state_dict(init_path, config, torch.float32)
+        expected = model.state_dict()
+        unexpected = sorted(set(state) - set(expected))
+        if unexpected:
+            raise ValueError(f"{init_path}: tensors this model does not have, e.g. {unexpected[:3]}")
+        missing = sorted(set(expected) - set(state))
+        if [name for name in missing if not name.startswith("mtp.")]:
+            raise ValueError(f"{init_path}: the checkpoint lacks {len(missing)} tensors, e.g. {missing[:3]}")
+        if missing:
+            warn(f"{init_path} has no MTP weights: the MTP block starts from random init")
+        model.load_state_dict({name: tensor.float() for name, tensor in state.items()}, strict=False)
+    return model
+
+
+class Engine:
+    """A parallelized model with its optimizer and schedule: one `step()` is one optimizer step."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        train: TrainSection,
+        schedule: StageSchedule,
+        distributed: Distributed,
+        seq_len: int,
+        micro_batches: int,
+    ):
+        self.train = train
+        self.schedule = schedule
+        self.distributed = distributed
+        self.compute_dtype = COMPUTE_DTYPES[train.dtype]
+        layout = distributed.layout
+        self.pipeline = None
+        if layout.pp > 1:
+            from trex_cli.train.pipeline import build_pipeline
+
+            self.pipeline, make_schedule = build_pipeline(model, distributed, train, seq_len, micro_batches)
+        self.model = parallelize(model.to(distributed.device), distributed, train.parallel, self.compute_dtype)
+        self.model.train()
+        if self.pipeline is not None:
+            self.pipeline_schedule = make_schedule(self.model)
+        self.optimizer = build_optimizer(self.model, train, schedule)
+        self.scheduler = build_scheduler(self.optimizer, schedule)
+        self.parameters = [p for p in self.model.parameters() if p.requires_grad]
+        self.replicas_of_data = layout.tp * layout.pp  # ranks that see the same micro-batches
+        self.bad_steps_in_a_row = 0
+        self.skipped_steps = 0
+
+    def _world_sum(self, values: list[float], replicas: int | None = None) -> list[float]:
+        """Sum over all ranks, divided by how many ranks hold each contribution."""
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.distributed.device)
+        if dist.get_world_size() > 1:
+            dist.all_reduce(tensor)
+        return (tensor / (replicas or self.replicas_of_data)).cpu().tolist()
+
+    def _forward_backward(self, micro_batches: list[MicroBatch], global_targets: float):
+        """Plain (no pipeline) accumulation over this rank's micro-batches."""
+        train, device = self.train, self.distributed.device
+        mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
+        sums = {"lm": 0.0, "mtp": 0.0, "balance": 0.0, "kl": 0.0}
+        seen = set()
+        expert_load = None
+        for batch in micro_batches:
+            count = target_count(batch)
+            batch = batch.to(device)
+            output = self.model(
+                batch.input_ids,
+                position_ids=batch.position_ids,
+                loss_mask=batch.loss_mask,
+                mtp_loss_weight=train.mtp_loss_weight,
+                balance_loss_weight=train.balance_loss_weight,
+                indexer_kl_weight=train.indexer_kl_weight,
+            )
+            lm_share = count / global_targets if global_targets > 0 else 0.0
+            loss = output.lm_loss * lm_share
+            sums["lm"] += float(output.lm_loss.detach()) * lm_share
+            for key, value, weight in (
+                ("mtp", output.mtp_loss, train.mtp_loss_weight),
+                ("balance", output.balance_loss, train.balance_loss_weight),
+                ("kl", output.indexer_kl_loss, train.indexer_kl_weight),
+            ):
+                if value is not None:
+                    seen.add(key)
+                    sums[key] += float(value.detach()) * mean_share
+                    loss = loss + weight * value * mean_share
+            loss.backward()
+            if output.expert_load is not None and output.expert_load.numel():
+                load = output.expert_load.detach().float()
+                expert_load = load if expert_load is None else expert_load + load
+        return sums, seen, expert_load, self.replicas_of_data
+
+    def _pipeline_forward_backward(self, micro_batches: list[MicroBatch], global_targets: float):
+        """The pipeline schedule over the micro-batches (every stage reads the same ones)."""
+        from trex_cli.train.pipeline import StageStatistics
+
+        runner, device = self.pipeline, self.distributed.device
+        mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
+        runner.statistics = StageStatistics()
+        for batch in micro_batches:
+            count = target_count(batch)
+            runner.queue.append(batch.to(device))
+            runner.shares.append((count / global_targets if global_targets > 0 else 0.0, mean_share))
+        if runner.is_first:
+            self.pipeline_schedule.step(torch.cat([b.input_ids for b in micro_batches]).to(device))
+        elif runner.is_last:
+            rows = sum(b.input_ids.shape[0] for b in micro_batches)
+            self.pipeline_schedule.step(target=torch.zeros(rows, device=device), losses=[])
+        else:
+            self.pipeline_schedule.step()
+        statistics = runner.statistics
+        sums = {"lm": statistics.lm, "mtp": statistics.mtp, "balance": statistics.balance, "kl": statistics.kl}
+        seen = {"balance"} | ({"mtp"} if self.model.config.num_nextn_predict_layers else set())
+        if runner.indexer_layers_total:
+            seen.add("kl")
+        # each stage holds different parts of these: only tensor-parallel ranks repeat them
+        return sums, seen, statistics.expert_load, self.distributed.layout.tp
+
+    def step(self, micro_batches: list[MicroBatch]) -> StepResult:
+        train = self.train
+        device = self.distributed.device
+        (global_targets,) = self._world_sum([float(sum(target_count(b) for b in micro_batches))])
+        run = self._pipeline_forward_backward if self.pipeline is not None else self._forward_backward
+        sums, seen, expert_load, replicas = run(micro_batches, global_targets)
+        totals = dict(zip(sums, self._world_sum(list(sums.values()), replicas), strict=True))
+        loss = totals["lm"] + sum(
+            weight * totals[key]
+            for key, weight in (
+                ("mtp", train.mtp_loss_weight), ("balance", train.balance_loss_weight), ("kl", train.indexer_kl_weight),
+            )
+        )
+        grad_norm = float(global_grad_norm(self.parameters, self.distributed.world_size // self.distributed.layout.pp))
+        finite = math.isfinite(grad_norm) and math.isfinite(loss)
+        if finite:
+            self.bad_steps_in_a_row = 0
+            clip_gradients(self.parameters, torch.tensor(grad_norm), train.clip_grad_norm)
+            self.optimizer.step()
+            self.scheduler.step()
+            if train.expert_bias_update_rate > 0:
+                self._update_expert_bias(expert_load, replicas)
+        else:
+            self.bad_steps_in_a_row += 1
+            self.skipped_steps += 1
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.bad_steps_in_a_row >= max(1, train.max_bad_steps):
+            raise TrainingDiverged(
+                f"{self.bad_steps_in_a_row} steps in a row had a non-finite loss or gradient; stopping "
+                "(lower the learning rate, or raise [train] max_bad_steps)"
+            )
+        return StepResult(
+            loss=loss,
+            lm_loss=totals["lm"],
+            mtp_loss=totals["mtp"] if "mtp" in seen else None,
+            balance_loss=totals["balance"] if "balance" in seen else None,
+            indexer_kl_loss=totals["kl"] if "kl" in seen else None,
+            grad_norm=grad_norm,
+            skipped=not finite,
+            target_tokens=int(global_targets),
+        )
+
+    def _update_expert_bias(self, expert_load: torch.Tensor | None, replicas: int) -> None:
+        """Aux-loss-free balancing on the expert load of the whole global batch."""
+        if expert_load is None:
+            return
+        load = expert_load.to(self.distributed.device)
+        if dist.get_world_size() > 1:
+            dist.all_reduce(load)
+        load = load / replicas
+        if self.pipeline is not None:
+            from trex_cli.train.pipeline import update_stage_expert_bias
+
+            update_stage_expert_bias(self.pipeline, load, self.train.expert_bias_update_rate)
+        else:
+            self.model.update_expert_bias(load, self.train.expert_bias_update_rate)
+
+    def state(self, step: int) -> dict:
+        return {
+            "step": step,
+            "scheduler": self.scheduler.state_dict(),
+            "bad_steps_in_a_row": self.bad_steps_in_a_row,
+            "skipped_steps": self.skipped_steps,
+        }
+
+    def load_state(self, state: dict) -> int:
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.bad_steps_in_a_row = state["bad_steps_in_a_row"]
+        self.skipped_steps = state["skipped_steps"]
+        return int(state["step"])
+
+
+@dataclasses.dataclass
+class TrainJob:
+    """Everything one training stage needs, resolved by the command (the same on every rank)."""
+
+    stage: str  # "cpt" or "sft"
+    train: TrainSection
+    model_config: dict  # DeepseekV4Config fields (to_dict)
+    stage_folder: Path  # runs/<name>/train/<stage>
+    data_folder: Path
+    init_path: Path | None
+    fingerprint_config: dict  # what StageFolder fingerprints
+    inputs: list[Path]
+    show_progress: bool = True
+
+    @property
+    def schedule(self) -> StageSchedule:
+        return self.train.stage(self.stage)
+
+
+def export_checkpoint(checkpoint: Path, config, target: Path, tokenizer_dir: Path | None) -> Path:
+    """Read a DCP checkpoint into one plain model in this process and write it in the official HF
+    layout (bf16). DCP reshards from any training layout (FSDP, TP, EP slices, pipeline stages)."""
+    import torch.distributed.checkpoint as dcp
+
+    from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
+    from trex_cli.models.deepseek_v4.state_dict_adapter import export_hf
+
+    with torch.device("meta"):
+        plain = DeepseekV4ForCausalLM(config)
+    plain.to_empty(device="cpu")
+    state = plain.state_dict()
+    dcp.load({"model": state}, checkpoint_id=str(checkpoint), no_dist=True)
+    plain.load_state_dict(state, strict=True)
+    _recompute_rope_tables(plain, config)  # non-persistent buffers are in no state dict
+    return export_hf(plain, target, tokenizer_dir=tokenizer_dir if tokenizer_dir and tokenizer_dir.is_dir() else None)
+
+
+def _recompute_rope_tables(model, config) -> None:
+    from trex_cli.models.deepseek_v4.config import yarn_inv_freq
+
+    rope_dim = config.qk_rope_head_dim
+    model.inv_freq_main = yarn_inv_freq(rope_dim, config.rope_theta, None)
+    model.inv_freq_compress = yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn)
+
+
+def run_training(
+    job: TrainJob,
+    distributed: Distributed,
+    on_step_end: Callable[[int, StepResult], None] | None = None,
+) -> dict:
+    """Train one stage on this rank; returns the summary (rank 0 also writes the stage's files)."""
+    from trex_cli.models.deepseek_v4.config import DeepseekV4Config
+
+    train, schedule = job.train, job.schedule
+    config = DeepseekV4Config(**job.model_config)
+    data = TrainData(job.data_folder)
+    if data.vocab_size > config.vocab_size:
+        raise ValueError(
+            f"{job.data_folder}: the tokenizer has {data.vocab_size} tokens but the model only "
+            f"{config.vocab_size}; use a model with a larger vocabulary or rebuild the data"
+        )
+    accumulation = check_batch_sizes(
+        schedule.global_batch_size, schedule.micro_batch_size, distributed.layout.dp, f"[train.{job.stage}]"
+    )
+    model = build_model(config, job.init_path, train.seed)
+    engine = Engine(model, train, schedule, distributed, data.seq_len, accumulation)
+    checkpointer = Checkpointer(job.stage_folder / "checkpoints", train.keep_last, distributed.rank)
+    start_step = 0
+    latest = checkpointer.latest()
+    if latest is not None:
+        start_step = engine.load_state(checkpointer.load(latest, engine.model, engine.optimizer))
+        if distributed.is_main:
+            out.print(f"resuming from {latest} (step {start_step})")
+    # Calibrate on rank 0 alone: ranks that share a CPU would otherwise measure each other.
+    peak = [0.0, ""]
+    if distributed.is_main:
+        peak = list(device_peak(distributed.device, engine.compute_dtype))
+    dist.broadcast_object_list(peak, src=0)
+    peak_flops, peak_name = float(peak[0]), str(peak[1])
+    flops = flops_per_token(config, data.seq_len)
+    metrics = MetricsLogger(
+        job.stage_folder, distributed.is_main, schedule.max_steps, start_step, train.log_every, train.tensorboard,
+        show_progress=job.show_progress,
+    )
+    if distributed.is_main:
+        out.print(
+            f"train {job.stage}: {schedule.max_steps} steps, global batch {schedule.global_batch_size} x "
+            f"{data.seq_len} tokens, {accumulation} micro-batch(es) of {schedule.micro_batch_size} per rank, "
+            f"layout {dataclasses.asdict(distributed.layout)}, {train.dtype} on {distributed.device.type}; "
+            f"MFU against {peak_name}",
+            highlight=False,
+        )
+    tokens_per_step = schedule.global_batch_size * data.seq_len
+    last_saved = start_step
+    result = None
+    try:
+        for step in range(start_step, schedule.max_steps):
+            batches = data.micro_batches(
+                step, schedule.global_batch_size, schedule.micro_batch_size,
+                distributed.dp_rank, distributed.layout.dp, train.seed,
+            )
+            started = time.perf_counter()
+            lr = engine.scheduler.get_last_lr()[0]
+            result = engine.step(batches)
+            seconds = time.perf_counter() - started
+            tokens_per_s = tokens_per_step / seconds
+            record = {
+                "step": step + 1,
+                "loss": result.loss,
+                "lm_loss": result.lm_loss,
+                "mtp_loss": result.mtp_loss,
+                "balance_loss": result.balance_loss,
+                "indexer_kl_loss": result.indexer_kl_loss,
+                "grad_norm": result.grad_norm,
+                "lr": lr,
+                "tokens": tokens_per_step,
+                "target_tokens": result.target_tokens,
+                "step_time_s": seconds,
+                "tokens_per_s": tokens_per_s,
+                "skipped": result.skipped,
+                "skipped_total": engine.skipped_steps,
+                "peak_memory_bytes": peak_memory_bytes(distributed.device),
+                "peak": peak_name,
+            }
+            for kind, per_token in flops.items():
+                record[f"mfu_{kind}"] = (
+                    tokens_per_s * per_token / (peak_flops * distributed.world_size) if per_token else None
+                )
+            metrics.log(record)
+            if (step + 1) % train.save_every == 0 or step + 1 == schedule.max_steps:
+                checkpointer.save(step + 1, engine.model, engine.optimizer, engine.state(step + 1))
+                last_saved = step + 1
+            if on_step_end is not None:
+                on_step_end(step + 1, result)
+    finally:
+        metrics.close()
+    if last_saved != schedule.max_steps and start_step < schedule.max_steps:
+        checkpointer.save(schedule.max_steps, engine.model, engine.optimizer, engine.state(schedule.max_steps))
+    hf_folder = job.stage_folder / "hf"
+    if distributed.is_main:
+        export_checkpoint(checkpointer.latest(), config, hf_folder, data.tokenizer_dir)
+    dist.barrier()
+    summary = {
+        "steps": schedule.max_steps,
+        "resumed_from": start_step,
+        "skipped_steps": engine.skipped_steps,
+        "tokens": schedule.max_steps * tokens_per_step,
+        "final_loss": result.loss if result is not None else None,
+        "hf": str(hf_folder),
+        "layout": dataclasses.asdict(distributed.layout),
+    }
+    return summary
