@@ -2,15 +2,20 @@
 
 Measured choices (see benchmarks/bench_kernels.py for the side-by-side numbers):
 - elementwise chains (RMSNorm, RoPE, clamped SwiGLU): the reference maths compiled with torch.compile
-  (Inductor fuses each chain, forward and backward, into one vectorized loop); a process that cannot
-  compile falls back to the eager reference once, with a warning;
+  (Inductor fuses each chain, forward and backward, into one vectorized loop; RoPE's backward is its
+  forward with the sine negated); a process that cannot compile falls back to the eager reference
+  once, with a warning;
 - Sinkhorn: the same maths with the tokens moved to the last, contiguous axis, so the 20 rounds of
   4-wide row and column sums become whole-vector additions instead of tiny strided reductions;
-- sparse attention and indexer scoring: chunked over queries with a hand-written backward that
-  recomputes each chunk, so no [B, H, S, S] or [B, S, H, T] tensor is ever held;
+- sparse attention: chunked over queries (about one window per chunk) with a hand-written backward
+  that recomputes each chunk, so no [B, H, S, S] tensor is ever held;
 - linear + cross-entropy: in vocabulary slices with an online log-sum-exp, gradients formed slice by
   slice during the forward, so the [N, V] logits never exist in full;
 - grouped matmul: torch._grouped_mm (bf16 and fp32), whose backward needs a contiguous gradient.
+
+Measured and dropped: a query-chunked indexer scoring (6x less memory than the reference but 1.5-3x
+slower on this CPU). Not written: MoE permute / unpermute, whose reference is already one gather and
+one scatter.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import logging
 
 import torch
+from torch.utils import _python_dispatch
 
 from ascend_kernels import buffers, reference
 from ascend_kernels.registry import register
@@ -38,7 +44,9 @@ class _CompiledOrEager:
         self.failed = False
 
     def __call__(self, *args):
-        if not self.failed:
+        # Code under a Python dispatch mode (memory tracers, FlopCounterMode) cannot be compiled: run
+        # eager for that call only.
+        if not self.failed and _python_dispatch._get_current_dispatch_mode() is None:
             if self.compiled is None:
                 self.compiled = torch.compile(self.function, **_COMPILE_OPTIONS)
             try:
@@ -179,39 +187,33 @@ class _AttentionChunk:
         window_mask = (distance >= 0) & (distance < window)  # [c, L]
         same_document = documents[:, start:end].unsqueeze(-1) == documents[:, self.low : end].unsqueeze(1)
         self.window_mask = window_mask.unsqueeze(0) & same_document  # [B, c, L]
-        self.mode = None
-        if compressed_kv is not None and compressed_indices is not None:
-            self.mode = "selected"
-            chunk_indices = compressed_indices[:, start:end]  # [B, c, K]
-            self.selected_valid = chunk_indices >= 0
-            self.selected_index = chunk_indices.clamp(min=0).long()
-            batch_index = torch.arange(batch, device=q.device).view(-1, 1, 1)
-            self.batch_index = batch_index.expand_as(self.selected_index)
-            self.compressed_keys = compressed_kv.float()[self.batch_index, self.selected_index]  # [B, c, K, D]
-            self.compressed_mask = self.selected_valid
-        elif compressed_kv is not None:
-            self.mode = "dense"
-            self.compressed_keys = compressed_kv.float()  # [B, T, D]
+        self.compressed_keys = compressed_kv.float() if compressed_kv is not None else None  # [B, T, D]
+        if compressed_kv is None:
+            self.compressed_mask = None
+        elif compressed_indices is not None:
+            # CSA: score the chunk against every entry and keep the listed ones. On a CPU, one dense
+            # [c, T] product is cheaper than gathering K entries per query and scattering them back.
+            entries = compressed_kv.shape[1]
+            chunk_indices = compressed_indices[:, start:end].long()
+            listed = torch.zeros(batch, end - start, entries + 1, dtype=torch.bool, device=q.device)
+            listed.scatter_(-1, torch.where(chunk_indices >= 0, chunk_indices, entries), True)
+            self.compressed_mask = listed[..., :entries]  # [B, c, T]
+        else:
             entries = torch.arange(compressed_kv.shape[1], device=q.device)
             self.compressed_mask = entries.view(1, 1, -1) < thresholds[:, start:end].unsqueeze(-1)  # [B, c, T]
 
     def logits(self, q_chunk: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor | None]:
         window_logits = torch.einsum("bchd,bld->bchl", q_chunk, self.window_keys) * scale
         window_logits.masked_fill_(~self.window_mask.unsqueeze(2), float("-inf"))
-        if self.mode is None:
+        if self.compressed_keys is None:
             return window_logits, None
-        if self.mode == "selected":
-            compressed_logits = torch.einsum("bchd,bckd->bchk", q_chunk, self.compressed_keys) * scale
-        else:
-            compressed_logits = torch.einsum("bchd,btd->bcht", q_chunk, self.compressed_keys) * scale
+        compressed_logits = torch.einsum("bchd,btd->bcht", q_chunk, self.compressed_keys) * scale
         compressed_logits.masked_fill_(~self.compressed_mask.unsqueeze(2), float("-inf"))
         return window_logits, compressed_logits
 
     def values(self, window_probabilities, compressed_probabilities) -> torch.Tensor:
         out = torch.einsum("bchl,bld->bchd", window_probabilities, self.window_keys)
-        if self.mode == "selected":
-            out += torch.einsum("bchk,bckd->bchd", compressed_probabilities, self.compressed_keys)
-        elif self.mode == "dense":
+        if self.compressed_keys is not None:
             out += torch.einsum("bcht,btd->bchd", compressed_probabilities, self.compressed_keys)
         return out
 
@@ -220,12 +222,10 @@ class _ChunkedSparseAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, query, kv, sink, compressed_kv, compressed_indices, thresholds, documents, window, scale):
         batch, seq_len, heads, head_dim = query.shape
-        compressed_per_query = 0
-        if compressed_kv is not None:
-            compressed_per_query = (
-                compressed_indices.shape[-1] if compressed_indices is not None else compressed_kv.shape[1]
-            )
-        chunk = _query_chunk_size(batch, heads, window + compressed_per_query)
+        compressed_per_query = compressed_kv.shape[1] if compressed_kv is not None else 0
+        # A chunk about one window long: its keys span chunk + window - 1 positions, so the work stays
+        # close to the S x window band instead of the S x S square.
+        chunk = min(_query_chunk_size(batch, heads, 2 * window + compressed_per_query), max(64, window))
         output = buffers.empty(query.shape, dtype=query.dtype, device=query.device)
         log_normalizer = buffers.empty((batch, seq_len, heads), dtype=torch.float32, device=query.device)
         sink_logits = sink.float().view(1, 1, heads)
@@ -287,16 +287,7 @@ class _ChunkedSparseAttention(torch.autograd.Function):
             # K = V: each window key receives its key gradient and its value gradient.
             grad_kv[:, part.low : end] += scale * torch.einsum("bchl,bchd->bld", window_ds, q_chunk)
             grad_kv[:, part.low : end] += torch.einsum("bchl,bchd->bld", window_p, grad_chunk)
-            if part.mode == "selected":
-                compressed_p = torch.exp(compressed_logits - normalizer)
-                compressed_dp = torch.einsum("bchd,bckd->bchk", grad_chunk, part.compressed_keys)
-                compressed_ds = compressed_p * (compressed_dp - delta.unsqueeze(-1))
-                grad_q += torch.einsum("bchk,bckd->bchd", compressed_ds, part.compressed_keys)
-                grad_selected = scale * torch.einsum("bchk,bchd->bckd", compressed_ds, q_chunk)
-                grad_selected += torch.einsum("bchk,bchd->bckd", compressed_p, grad_chunk)
-                grad_selected *= part.selected_valid.unsqueeze(-1)
-                grad_compressed.index_put_((part.batch_index, part.selected_index), grad_selected, accumulate=True)
-            elif part.mode == "dense":
+            if part.compressed_keys is not None:
                 compressed_p = torch.exp(compressed_logits - normalizer)
                 compressed_dp = torch.einsum("bchd,btd->bcht", grad_chunk, part.compressed_keys)
                 compressed_ds = compressed_p * (compressed_dp - delta.unsqueeze(-1))
@@ -419,12 +410,11 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
                 probabilities *= block_valid.unsqueeze(1)
                 grad_logits = probabilities.to(weight.dtype)
                 grad_hidden[block_start:block_end] += (grad_logits @ weight[low:high]).float()
-                slice_grad = grad_logits.t() @ block_hidden
                 if len(blocks) > 1:
-                    grad_weight[low:high] += slice_grad.float()
-                else:
-                    grad_weight[low:high] = slice_grad
-                del logits, probabilities, grad_logits, slice_grad
+                    grad_weight[low:high] += (grad_logits.t() @ block_hidden).float()
+                else:  # written in place: rows low..high of the gradient are a contiguous block
+                    torch.mm(grad_logits.t(), block_hidden, out=grad_weight[low:high])
+                del logits, probabilities, grad_logits
         if count == 0 and reduction == "mean":
             loss = torch.full((), float("nan"), dtype=torch.float64, device=hidden.device)  # as torch does
         else:
@@ -489,4 +479,5 @@ def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, tokens_per_expert: tor
     offsets = torch.cumsum(tokens_per_expert, dim=0).to(torch.int32)
     output = torch._grouped_mm(x, weight.transpose(1, 2), offs=offsets)
     return _ContiguousGradient.apply(output)
+
 

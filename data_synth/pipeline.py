@@ -227,10 +227,14 @@ def process_candidate(task: tuple[str, int]) -> dict:
     except Exception as error:
         return {"index": index, "seconds": {"total": time.perf_counter() - started},
                 "reject": {**reject_base, "reason": "render_error", "detail": f"{type(error).__name__}: {error}"}}
-    verification = verify_instance(
-        family, data, program, program_data(data, candidate.representation), _WorkerState.runner,
-        expect_infeasible=candidate.infeasible, program_timeout=config.program_timeout,
-        solver_time_limit=config.solver_time_limit)
+    try:
+        verification = verify_instance(
+            family, data, program, program_data(data, candidate.representation), _WorkerState.runner,
+            expect_infeasible=candidate.infeasible, program_timeout=config.program_timeout,
+            solver_time_limit=config.solver_time_limit)
+    except Exception as error:  # e.g. the program runner died twice: count it, keep going
+        return {"index": index, "seconds": {"total": time.perf_counter() - started},
+                "reject": {**reject_base, "reason": "verify_error", "detail": f"{type(error).__name__}: {error}"}}
     seconds = dict(verification.seconds)
     if not verification.passed:
         seconds["total"] = time.perf_counter() - started
@@ -351,9 +355,12 @@ class _Executor:
                 pending.append(self.pool.apply_async(process_candidate, (task,)))
             yield result
 
-    def close(self) -> None:
+    def close(self, graceful: bool = True) -> None:
         if self.pool is not None:
-            self.pool.close()  # lets the few in-flight tasks finish, then workers exit cleanly
+            if graceful:
+                self.pool.close()  # lets the few in-flight tasks finish, then workers exit cleanly
+            else:
+                self.pool.terminate()  # their program runners die with them (die_with_parent)
             self.pool.join()
         else:
             close_worker()
@@ -468,6 +475,11 @@ def run_synth(config: SynthConfig, out: Path, force: bool = False,
                 block += 1
                 if block * config.block_size > 1000 * max(target, 1) + 10_000:
                     raise RuntimeError(f"{split}: almost every candidate is rejected; see {out}/blocks/*.rejects.jsonl")
+    except BaseException:
+        if executor is not None:  # interrupted: stop the workers now; finished blocks are kept
+            executor.close(graceful=False)
+            executor = None
+        raise
     finally:
         if executor is not None:
             executor.close()

@@ -137,7 +137,9 @@ class ProgramRunner:
 
 def die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG), so a killed pipeline
-    leaves no orphaned workers or servers behind. A no-op where prctl is unavailable."""
+    leaves no orphaned workers or servers behind. A no-op where prctl is unavailable. Linux sends the
+    signal when the parent *thread* that started this process ends: start a `ProgramRunner` from a
+    thread that lives as long as you use it (the main thread, as the pipeline does)."""
     try:
         import ctypes
 

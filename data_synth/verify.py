@@ -103,6 +103,9 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
         solver = pyo.SolverFactory(solver_name(family))
         solver.options["mip_rel_gap"] = 1e-9
         solver.options["time_limit"] = float(time_limit)
+        # one HiGHS thread per worker process: the pipeline parallelizes over problems, and HiGHS sizes
+        # its process-wide scheduler at the first solve (the matrix path then shares it)
+        solver.options["threads"] = 1
         results = solver.solve(model, load_solutions=False)
         if seconds is not None:
             seconds["pyomo_build"] = built - started
@@ -161,8 +164,10 @@ def check_solution(family: ProblemFamily, data: dict, x: dict, objective: float)
     for row in family.constraint_rows(data, x):
         count += 1
         residual = row.scaled_residual()
-        if not math.isfinite(row.lhs) or residual > worst:
-            worst_name, worst = row.name, residual if math.isfinite(row.lhs) else math.inf
+        if not math.isfinite(residual):  # NaN compares false with everything: catch it here
+            return Check("solution_feasible", False, f"constraint {row.name} evaluates to {row.lhs!r}")
+        if residual > worst:
+            worst_name, worst = row.name, residual
     if worst > RESIDUAL_TOL:
         return Check("solution_feasible", False, f"constraint {worst_name} violated: scaled residual {worst:.3g}")
     recomputed = family.objective_value(data, x)

@@ -91,18 +91,23 @@ model.availability = pyo.Constraint(
         n_nutrients = size_for(difficulty, 3, 4, 6)
         foods = rng.sample(words["foods"], n_foods)
         nutrients = [name for name, _ in rng.sample(words["nutrients"], n_nutrients)]
-        low, high = words["cost_range"]
-        cost = {f: rng.randint(low, high) for f in foods}
         content_low, content_high = words["content_range"]
         content = {n: {f: max(0, rng.randint(content_low - 20, content_high)) for f in foods} for n in nutrients}
         for n in nutrients:  # every component must be supplied by some ingredient
             if not any(content[n].values()):
                 content[n][rng.choice(foods)] = rng.randint(5, content_high)
-        available = {f: rng.randint(10, 60) for f in foods}
+        # prices follow nutritional worth (with noise), so no single ingredient is the cheapest source of
+        # everything and the optimal blend mixes several
+        average = {n: max(1e-9, sum(content[n].values()) / n_foods) for n in nutrients}
+        worth = {f: sum(content[n][f] / average[n] for n in nutrients) for f in foods}
+        low, high = words["cost_range"]
+        top = max(worth.values())
+        cost = {f: max(low, round(high * worth[f] / top * rng.uniform(0.6, 1.1))) for f in foods}
+        available = {f: rng.randint(8, 40) for f in foods}
         # a reference blend inside availability: its totals shape the limits, so it stays feasible
-        reference = {f: rng.uniform(0.2, 0.8) * available[f] for f in foods}
+        reference = {f: rng.uniform(0.3, 0.9) * available[f] for f in foods}
         totals = {n: sum(content[n][f] * reference[f] for f in foods) for n in nutrients}
-        minimum = {n: int(totals[n] * rng.uniform(0.5, 0.9)) for n in nutrients}
+        minimum = {n: int(totals[n] * rng.uniform(0.6, 0.95)) for n in nutrients}
         capped = rng.sample(nutrients, max(1, n_nutrients // 3))
         maximum = {n: math.ceil(totals[n] * rng.uniform(1.05, 1.4)) for n in nutrients if n in capped}
         return {"ingredients": foods, "components": nutrients, "cost": cost, "content": content,

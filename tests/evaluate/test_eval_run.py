@@ -129,3 +129,28 @@ def test_gold_on_trex_s_own_eval_split_with_data_files_and_an_infeasible_item(tm
     results = run_eval(config, tmp_path / "run" / "eval" / "gold", synth_dir=synth, show_progress=False)
     assert results["scores"]["synth"]["rules"]["strict"]["pass@1"] == 1.0
     assert results["scores"]["synth"]["items"] == 3
+
+
+def test_an_eval_with_hostile_completions_finishes_and_explains_each(tmp_path):
+    rows = [{"id": f"h{n}", "en_question": f"Question {n}", "en_answer": "7"} for n in range(6)]
+    benchmark = write_jsonl(tmp_path / "hostile.jsonl", rows)
+    right = simple_program("model.x + 2 * model.y", integer=True)
+    programs = {
+        "h0": "while True:\n    pass\n",
+        "h1": "hog = bytearray(8 * 1024 ** 3)\n",
+        "h2": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
+        "h3": "import os\nos.execv('/bin/sh', ['sh', '-c', 'sleep 30'])\n",
+        "h4": "def broken(:\n    pass\n",
+        "h5": right,
+    }
+    completions = write_jsonl(tmp_path / "completions.jsonl", [
+        {"id": item, "completion": f"```python\n{program}```"} for item, program in programs.items()
+    ])  # fmt: skip
+    config = EvalConfig(benchmarks=[str(benchmark)], backend="file", completions=str(completions),
+                        allow_code_execution=True, timeout=2, memory_mb=512, workers=3)  # fmt: skip
+    out = tmp_path / "eval"
+    results = run_eval(config, out, show_progress=False)
+    outcomes = {json.loads(line)["item_id"]: json.loads(line)["outcome"] for line in (out / "samples.jsonl").read_text().splitlines()}
+    assert outcomes == {"h0": "timeout", "h1": "runtime error", "h2": "runtime error", "h3": "timeout",
+                        "h4": "syntax error", "h5": "correct"}  # fmt: skip
+    assert results["scores"]["hostile"]["rules"]["strict"]["correct"] == 1

@@ -53,6 +53,19 @@ def processes_with(token: str) -> list[int]:
     return found
 
 
+def processes_of_user(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+                    if line.startswith("Uid:") and int(line.split()[1]) == uid:
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
 def assert_harness_still_works(sandbox: Sandbox) -> None:
     record = run_and_grade(sandbox, simple_program("model.x + 2 * model.y", integer=True))
     assert record["outcome"] == "correct", record
@@ -78,10 +91,8 @@ def test_an_infeasible_model_records_the_infeasible_status(sandbox):
 
 
 def test_endless_loop_is_killed_at_the_time_limit(sandbox):
-    started = time.monotonic()
     record = run_and_grade(sandbox, "while True:\n    pass\n")
-    assert record["outcome"] == "timeout" and record["limit"] in ("time", "cpu")
-    assert time.monotonic() - started < 8
+    assert record["outcome"] == "timeout" and record["limit"] in ("time", "cpu") and record["timed_out"]
 
 
 def test_a_program_ignoring_signals_is_still_killed(sandbox):
@@ -106,8 +117,11 @@ def test_fork_bomb_is_contained(sandbox):
             except OSError:
                 pass
     """)
-    assert record["outcome"] in ("timeout", "runtime error")
-    time.sleep(1.0)
+    assert record["outcome"] == "timeout"  # forks fail at the process limit; the group dies at the time limit
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and processes_of_user(65534):
+        time.sleep(0.2)
+    assert not processes_of_user(65534)
     assert_harness_still_works(sandbox)
 
 
@@ -201,7 +215,7 @@ def test_network_connections_fail(sandbox):
 
 def test_reading_stdin_does_not_hang(sandbox):
     record = run_and_grade(sandbox, "answer = input('objective? ')\nprint('Objective:', answer)\n")
-    assert record["outcome"] == "runtime error" and "EOFError" in record["reason"] and record["wall_s"] < 2
+    assert record["outcome"] == "runtime error" and "EOFError" in record["reason"] and not record["timed_out"]
 
 
 def test_a_segfault_is_a_runtime_error(sandbox):
@@ -236,3 +250,72 @@ def test_process_limits_alone_still_contain_the_basic_failures():
         assert run_and_grade(limited, "while True:\n    pass\n")["outcome"] == "timeout"
         assert run_and_grade(limited, "hog = bytearray(4 * 1024 ** 3)\n")["limit"] == "memory"
         assert run_and_grade(limited, simple_program("model.x + 2 * model.y", integer=True))["outcome"] == "correct"
+
+
+PULP_PROGRAM = """
+import pulp
+problem = pulp.LpProblem("plan", pulp.LpMaximize)
+x = pulp.LpVariable("x", 0, 10, cat="Integer")
+y = pulp.LpVariable("y", 0, 3)
+problem += x + 2 * y
+problem += x + y <= 4.5
+problem.solve(pulp.PULP_CBC_CMD(msg=0))
+"""
+
+GUROBI_BUILD_ONLY = """
+import gurobipy as gp
+model = gp.Model("plan")
+model.Params.OutputFlag = 0
+x = model.addVar(ub=10, vtype=gp.GRB.INTEGER, name="x")
+y = model.addVar(ub=3, name="y")
+model.setObjective(x + 2 * y, gp.GRB.MAXIMIZE)
+model.addConstr(x + y <= 4.5)
+model.update()
+model.write("model.lp")  # like the Bench4Opt references: built and written, never optimized
+"""
+
+
+@pytest.mark.parametrize("library, program", [("pulp", PULP_PROGRAM), ("gurobipy", GUROBI_BUILD_ONLY)])
+def test_other_modeling_libraries_report_their_solves(sandbox, library, program):
+    if library not in sandbox.preloaded:
+        pytest.skip(f"{library} is not installed")
+    record = run_and_grade(sandbox, program)
+    assert record["outcome"] == "correct" and record["objective"] == 7.0, record
+    assert record["solver_api"].startswith(library)
+
+
+def test_a_model_solved_without_loading_its_solution_is_read_when_the_program_ends(sandbox):
+    program = simple_program("model.x + 2 * model.y + 100", integer=True).replace(
+        'pyo.SolverFactory("highs").solve(model)',
+        'results = pyo.SolverFactory("appsi_highs").solve(model, load_solutions=False)\nmodel.solutions.load_from(results)',
+    )
+    record = run_and_grade(sandbox, program, truth="107")
+    assert record["outcome"] == "correct" and record["objective"] == 107.0
+    assert record["objective_source"] == "model, read when the program ended"
+    crashed = run_and_grade(sandbox, program.replace("model.solutions.load_from(results)", "raise SystemExit(1)"), truth="107")
+    # no clean exit, so no read at the end: the solver's own value (with Pyomo's constant) is kept
+    assert crashed["objective"] == 107.0 and crashed["objective_source"] == "solver" and crashed["outcome"] == "runtime error"
+
+
+def test_a_dead_server_is_restarted_and_the_program_retried(sandbox):
+    outcome: dict = {}
+    runner = threading.Thread(target=lambda: outcome.update(run_and_grade(sandbox, "import time\ntime.sleep(1.0)\n")))
+    runner.start()
+    time.sleep(0.4)
+    sandbox._process.kill()  # the server dies under a running program (as if a program had killed it)
+    runner.join(timeout=30)
+    assert outcome["exit_code"] == 0 and outcome["outcome"] == "no objective" and outcome["harness_error"] is None
+    assert_harness_still_works(sandbox)
+
+
+def test_programs_import_what_the_server_did_not_pre_import(sandbox):
+    # the standard library and SciPy stay importable for the unprivileged user; SciPy's status is recorded
+    record = run_and_grade(sandbox, """
+        import fractions, secrets, statistics, sqlite3
+        from scipy.optimize import linprog
+        result = linprog([-1, -2], A_ub=[[1, 1]], b_ub=[4.5], bounds=[(0, 10), (0, 3)])
+        print("Objective:", -result.fun)
+    """, truth="7.5")
+    assert record["exit_code"] == 0, record["stderr"]
+    assert record["solver_api"] == "scipy.linprog" and record["solver_status"] == "optimal"
+    assert record["outcome"] == "correct" and record["objective"] is None and record["printed_objective"] == 7.5

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import warnings
 
-import ascend_kernels
 import pytest
 import torch
 from safetensors import safe_open
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForCausalLM
 
+import ascend_kernels
 from trex_cli.models.deepseek_v4 import quantization, state_dict_adapter
 from trex_cli.models.deepseek_v4.config import DeepseekV4Config, get_flavor
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM

@@ -3,10 +3,10 @@ lengths changes nothing, EOS stops a row, sampling respects top_p."""
 
 from __future__ import annotations
 
-import ascend_kernels
 import pytest
 import torch
 
+import ascend_kernels
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM, _sample
 

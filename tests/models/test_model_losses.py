@@ -3,11 +3,11 @@ document), MTP loss, sequence balance loss, indexer KL loss, and the aux-loss-fr
 
 from __future__ import annotations
 
-import ascend_kernels
 import pytest
 import torch
 import torch.nn.functional as F
 
+import ascend_kernels
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import copy
 
-import ascend_kernels
 import pytest
 import torch
 from transformers import DeepseekV4Config as ReferenceConfig
 from transformers import DeepseekV4ForCausalLM as ReferenceModel
 from transformers.models.deepseek_v4 import modeling_deepseek_v4 as reference_modules
 
+import ascend_kernels
 from trex_cli.models.deepseek_v4 import state_dict_adapter
 from trex_cli.models.deepseek_v4.config import CSA, HCA, SLIDING, get_flavor
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM

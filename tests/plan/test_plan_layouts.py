@@ -112,6 +112,9 @@ def test_search_ranks_flash_layouts_and_explains_rejections():
     # the paper's layout is among the candidates that fit, and the planner's best is at least as fast
     paper = next(e for e in result.feasible if dataclasses.replace(e.layout) == FLASH_LAYOUT)
     assert result.feasible[0].time.step <= paper.time.step
+    best = result.feasible[0]
+    print(f"planner's best Flash layout: {best.layout.describe()}, step {best.time.step:.2f} s, "
+          f"MFU {100 * best.mfu:.2f}%, {best.memory.total / 1e9:.1f} GB; the paper's: step {paper.time.step:.2f} s")
     kinds = {kind for kind, _count, _example in result.rejection_summary()}
     assert "out of memory" in kinds
 
@@ -194,3 +197,28 @@ def test_recipes_plan_the_paper_layouts():
         result = runner.invoke(app, ["plan", "--recipe", str(path), "--json"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.output)["evaluation"]["feasible"]
+
+
+def test_calibrated_efficiency_reproduces_a_measured_step():
+    from trex_cli.plan.timing import calibrate_efficiency, estimate_time
+
+    job = Job(shape_of("pro"), world=512, seq_len=4096, global_batch=1024)
+    cluster = load_cluster("cloudmatrix384")
+    efficiency = calibrate_efficiency(job, PRO_LAYOUT, cluster, flops("pro", 4096), measured_step_seconds=27.0)
+    assert abs(efficiency - cluster.compute_efficiency) < 0.05  # the default is the paper's calibration
+    calibrated = dataclasses.replace(cluster, compute_efficiency=efficiency)
+    assert estimate_time(job, PRO_LAYOUT, calibrated, flops("pro", 4096)).step == pytest.approx(27.0, rel=1e-6)
+    with pytest.raises(ValueError, match="faster than this cluster model allows"):
+        calibrate_efficiency(job, PRO_LAYOUT, cluster, flops("pro", 4096), measured_step_seconds=1.0)
+
+
+def test_cli_reads_a_config_json(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(get_flavor("flash").to_hf_dict()))
+    result = runner.invoke(app, ["plan", "--config", str(config), "--ranks", "128", "--global-batch", "128",
+                                 "--check", "1,4,0,32,1,1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["evaluation"]["feasible"]
+    result = runner.invoke(app, ["plan", "--config", str(tmp_path / "missing.json"), "--ranks", "8",
+                                 "--global-batch", "8"])
+    assert result.exit_code == 1 and "missing.json not found" in " ".join(result.output.split())

@@ -77,7 +77,7 @@ def test_rendered_cpt_scripts_match_golden_and_carry_the_paper(name, tmp_path):
     nodes = sorted((folder / "scripts").glob("node-*.sh"))
     assert len(nodes) == (32 if name == "pro" else 8)
     assert "NODE_RANK=5\n" in nodes[5].read_text()
-    assert nodes[5].read_text().replace("NODE_RANK=5", "NODE_RANK=0").replace("node 5 ", "node 0 ") == node0
+    assert nodes[5].read_text().replace("NODE_RANK=5", "NODE_RANK=0").replace("node 5", "node 0") == node0
     for script in (folder / "scripts").glob("*.sh"):
         check = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
         assert check.returncode == 0, (script, check.stderr)
@@ -116,7 +116,7 @@ def test_bad_mindspeed_layouts_name_the_recipe_keys(tmp_path):
         dry_run("pro", "cpt", tmp_path, ["mindspeed.ep=100"])
     assert "[mindspeed]" in str(error.value)
     with pytest.raises(ValueError, match="expert-tensor parallel 1"):
-        dry_run("pro", "cpt", tmp_path, ["mindspeed.etp=2"])
+        dry_run("pro", "cpt", tmp_path, ["mindspeed.etp=2", "mindspeed.ep=32"])
     recipe = load_recipe(ROOT / "recipes" / "deepseek-v4-pro-superpod.toml")
     with pytest.raises(ValueError, match="cannot run MindSpeed-LLM here"):
         run_mindspeed("cpt", recipe, tmp_path, dry_run=False)
@@ -213,6 +213,12 @@ def test_dequantize_checkpoint_matches_the_adapter(tmp_path):
     assert "quantization_config" not in config and config["torch_dtype"] == "bfloat16"
     assert (target / "tokenizer_config.json").is_file()
     assert not mindspeed.checkpoint_is_quantized(target)
+    # an interrupted run resumes: finished shards are kept, the missing one is written again
+    first_shard = sorted(target.glob("*.safetensors"))[0]
+    first_shard.unlink()
+    again = dequantize_checkpoint(source, target)
+    assert again["shards"] == 1 and again["resumed_shards"] == counts["shards"] - 1
+    assert set(read_tensors(target)) == set(expected)
 
 
 FAKE_ENTRY = """import json, os, sys
@@ -222,7 +228,6 @@ with open(os.environ["TREX_FAKE_LOG"], "a") as log:
 """
 
 
-@pytest.mark.slow
 def test_run_executes_every_step_in_order_where_mindspeed_is_installed(tmp_path, monkeypatch):
     """A MindSpeed-LLM checkout stand-in whose entry points record their arguments: the engine runs
     export, preprocess, dequantization, conversion, a real torchrun launch (2 ranks) and the export."""
@@ -273,3 +278,38 @@ train_iters = 3
     assert "--expert-model-parallel-size" in launch[0]["args"]
     assert calls[0]["args"][calls[0]["args"].index("--input") + 1].endswith("cpt.jsonl")
     assert (run_dir / "mindspeed" / "base-bf16" / "model.safetensors.index.json").is_file()
+
+
+def test_flags_unknown_to_the_installed_checkout_are_reported(tmp_path):
+    checkout = tmp_path / "MindSpeed-LLM" / "mindspeed_llm" / "training"
+    checkout.mkdir(parents=True)
+    (checkout / "arguments.py").write_text(
+        "def add(parser):\n"
+        "    parser.add_argument('--tensor-model-parallel-size', type=int)\n"
+        '    parser.add_argument("--swap-optimizer", action="store_true")\n')
+    script = "torchrun --nproc_per_node 16 pretrain_gpt.py --tensor-model-parallel-size 2 --swap-optimizer --hc-mult 4\n"
+    assert mindspeed.unknown_flags([script], tmp_path / "MindSpeed-LLM") == ["--hc-mult"]
+
+
+def test_train_command_dry_run_through_the_mindspeed_engine(tmp_path):
+    from typer.testing import CliRunner
+
+    from trex_cli.app import app
+
+    result = CliRunner().invoke(app, ["train", "sft", "--engine", "mindspeed", "--dry-run", "--recipe",
+                                      str(ROOT / "recipes" / "deepseek-v4-flash-superpod.toml"), "--run-dir",
+                                      str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    steps = json.loads((tmp_path / "mindspeed" / "sft" / "steps.json").read_text())["steps"]
+    assert [step["name"] for step in steps] == STEP_ORDER
+    assert "launch" in result.output and "missing" in result.output
+
+
+def test_sft_after_cpt_starts_from_the_cpt_checkpoints(tmp_path):
+    (tmp_path / "mindspeed" / "cpt" / "checkpoints").mkdir(parents=True)
+    result = dry_run("pro", "sft", tmp_path)
+    assert [step["name"] for step in result["steps"]] == ["export-data", "preprocess-data", "launch",
+                                                          "convert-megatron-to-hf"]
+    node0 = (Path(result["folder"]) / "scripts" / "node-00.sh").read_text()
+    assert f"CKPT_LOAD_DIR={tmp_path}/mindspeed/cpt/checkpoints" in node0
+    assert "--global-batch-size 1024" in node0 and "--lr-warmup-iters 500" in node0 and "--lr 1e-05" in node0

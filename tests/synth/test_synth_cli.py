@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from trex_cli.app import app
 
+
 def words(output: str) -> str:
     """The output with rich's line wrapping undone."""
     return " ".join(output.split())

@@ -119,3 +119,41 @@ def test_family_verifies(name, runner):
     assert len(quality_failures) <= 3, f"too many quality rejects: {quality_failures}"
     assert sizes["small"] <= sizes["medium"] <= sizes["large"], f"the difficulty dial must grow the model: {sizes}"
     assert sizes["small"] < sizes["large"]
+
+
+FINGERPRINT_SCRIPT = """
+import hashlib, json, random
+from data_synth.families import all_families
+from data_synth.family import DIFFICULTIES, REPRESENTATIONS
+from data_synth.render import render_program
+digests = {}
+for name, family in all_families().items():
+    parts = []
+    for difficulty in DIFFICULTIES:
+        rng = random.Random(f"hash-seed:{name}:{difficulty}")
+        scenario = rng.choice(family.scenarios)
+        data = family.sample(rng, difficulty, scenario)
+        variant = family.make_infeasible(data, rng)
+        parts.append(json.dumps([data, variant]))
+        parts += [family.render_statement(data, scenario, r) for r in REPRESENTATIONS]
+        parts += [family.formulation(data), render_program(family, data, "text")]
+    digests[name] = hashlib.sha256("\\n".join(parts).encode()).hexdigest()
+print(json.dumps(digests))
+"""
+
+
+def test_sampling_and_rendering_ignore_the_hash_seed():
+    """Workers are separate interpreters with their own string-hash seeds: a family that iterates a set
+    of names would make different records in different workers (and break resume)."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for hash_seed in ("1", "2"):
+        run = subprocess.run([sys.executable, "-c", FINGERPRINT_SCRIPT], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": hash_seed}, timeout=120)
+        assert run.returncode == 0, run.stderr
+        outputs.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    differing = sorted(name for name in outputs[0] if outputs[0][name] != outputs[1].get(name))
+    assert not differing, f"these families sample or render differently under another PYTHONHASHSEED: {differing}"

@@ -11,8 +11,8 @@ LAYOUTS = {
     "fsdp2": ("2", []),
     "ep2": ("2", ["train.parallel.ep=2", "train.parallel.dp_replicate=2"]),
     "tp2": ("2", ["train.parallel.tp=2"]),
-    "fsdp2_ep2": ("2", ["train.parallel.ep=2"]),
-    "fsdp4_ep2": ("4", ["train.parallel.ep=2"]),
+    "pp2": ("2", ["train.parallel.pp=2"]),
+    "fsdp4_ep2": ("4", ["train.parallel.ep=2"]),  # experts: 2-way EP x 2-way FSDP; the rest: 4-way FSDP
 }
 
 

@@ -138,18 +138,93 @@ def test_sft_loss_and_gradients_ignore_masked_targets(one_rank, sft_data):
         output = engine.model(input_ids, position_ids=batch.position_ids, loss_mask=batch.loss_mask)
         loss = output.lm_loss + 0.3 * output.mtp_loss
         loss.backward()
-        return loss.detach().clone(), {n: p.grad.to_local().clone() for n, p in engine.model.named_parameters()}
+        # parameters outside the LM and MTP losses (the indexer's, hash gates') get no gradient at all
+        return loss.detach().clone(), {
+            n: None if p.grad is None else p.grad.to_local().clone() for n, p in engine.model.named_parameters()
+        }
 
     loss_a, grads_a = loss_and_grads(batch.input_ids)
     changed = batch.input_ids.clone()
     changed[0, -1] = (changed[0, -1] + 7) % 512
     loss_b, grads_b = loss_and_grads(changed)
-    assert torch.equal(loss_a, loss_b)
+    # Equal up to float rounding: the changed token may be routed to other experts, which regroups the
+    # rows of the grouped matmuls and so the order in which zero contributions are summed.
+    assert torch.allclose(loss_a, loss_b, rtol=1e-7, atol=0)
+    assert sum(g is not None for g in grads_a.values()) > 0.8 * len(grads_a)
     for name in grads_a:
-        assert torch.equal(grads_a[name], grads_b[name]), name
-    # the same change at a trained (assistant) position does move the loss
-    trained = int(torch.nonzero(batch.loss_mask[0, 1:]).flatten()[0]) + 1
+        if grads_a[name] is None:
+            assert grads_b[name] is None, name
+        else:
+            difference = float((grads_a[name] - grads_b[name]).norm())
+            assert difference <= 1e-6 * float(grads_a[name].norm()) + 1e-12, (name, difference)
+    # the same change at a trained (assistant) position does move the loss and the gradients
+    trained = int(torch.nonzero(batch.loss_mask[0, 1:]).flatten()[-1]) + 1
     moved = batch.input_ids.clone()
     moved[0, trained] = (moved[0, trained] + 7) % 512
-    loss_c, _ = loss_and_grads(moved)
-    assert not torch.equal(loss_a, loss_c)
+    loss_c, grads_c = loss_and_grads(moved)
+    assert abs(float(loss_c - loss_a)) > 1e-4
+    assert not torch.allclose(grads_a["head.weight"], grads_c["head.weight"], rtol=1e-3, atol=1e-6)
+
+
+def test_bf16_compute_keeps_fp32_master_weights_and_adam_states(one_rank, cpt_data):
+    from trex_cli.models.deepseek_v4.config import get_flavor
+    from trex_cli.train.trainer import Engine, build_model
+
+    train = TrainSection(dtype="bf16")
+    schedule = StageSchedule(lr=1e-3, min_lr=1e-4, warmup_steps=1, max_steps=10, global_batch_size=2, micro_batch_size=2)
+    engine = Engine(build_model(get_flavor("tiny"), None, seed=0), train, schedule, one_rank, seq_len=32, micro_batches=1)
+    seen = []
+    engine.model.layers[0].register_forward_hook(lambda module, inputs, output: seen.append(output.dtype))
+    result = engine.step(TrainData(cpt_data).micro_batches(0, 2, 2, 0, 1, seed=0))
+    assert seen == [torch.bfloat16] and math.isfinite(result.loss)
+    assert all(p.dtype == torch.float32 for p in engine.model.parameters())
+    states = [s for s in engine.optimizer.state.values() if "exp_avg" in s]
+    assert states and all(s["exp_avg"].dtype == s["exp_avg_sq"].dtype == torch.float32 for s in states)
+
+
+def test_gradient_accumulation_equals_one_big_batch(one_rank, cpt_data):
+    """Four micro-batches of one row and one micro-batch of four rows: the same step."""
+    from trex_cli.models.deepseek_v4.config import get_flavor
+    from trex_cli.train.trainer import Engine, build_model
+
+    data = TrainData(cpt_data)
+    results = []
+    for micro in (1, 4):
+        schedule = StageSchedule(lr=1e-3, min_lr=1e-4, warmup_steps=1, max_steps=10, global_batch_size=4, micro_batch_size=micro)
+        engine = Engine(build_model(get_flavor("tiny"), None, seed=0), TrainSection(dtype="fp32"), schedule, one_rank, 32, 4 // micro)
+        first = engine.step(data.micro_batches(0, 4, micro, 0, 1, seed=0))
+        second = engine.step(data.micro_batches(1, 4, micro, 0, 1, seed=0))
+        results.append((first, second))
+    (a1, a2), (b1, b2) = results
+    for x, y in ((a1, b1), (a2, b2)):
+        assert x.loss == pytest.approx(y.loss, rel=1e-5)
+        assert x.grad_norm == pytest.approx(y.grad_norm, rel=1e-4)
+
+
+def test_expert_bias_moves_by_the_aux_loss_free_rule(one_rank, cpt_data):
+    engine = _engine(one_rank, expert_bias_update_rate=0.01)
+    gates = [g for g in engine.model.routed_gates() if not g.hashed]
+    assert gates and all(torch.all(g.bias == 0) for g in gates)
+    engine.step(TrainData(cpt_data).micro_batches(0, 2, 1, 0, 1, seed=0))
+    for gate in gates:
+        # every learned gate's bias moved by exactly +-rate (or stayed for experts at the mean load)
+        assert set(torch.unique(gate.bias).tolist()) <= {-0.01, 0.0, 0.01}
+        assert gate.bias.abs().sum() > 0
+        assert (gate.bias > 0).any() and (gate.bias < 0).any()  # under-loaded up, over-loaded down
+
+
+def test_activation_checkpointing_gives_the_same_step(one_rank, cpt_data):
+    from trex_cli.models.deepseek_v4.config import get_flavor
+    from trex_cli.train.config import ParallelSection
+    from trex_cli.train.trainer import Engine, build_model
+
+    data = TrainData(cpt_data)
+    results = []
+    for mode in ("none", "full"):
+        train = TrainSection(dtype="fp32", parallel=ParallelSection(activation_checkpoint=mode))
+        schedule = StageSchedule(lr=1e-3, min_lr=1e-4, warmup_steps=1, max_steps=10, global_batch_size=2, micro_batch_size=2)
+        engine = Engine(build_model(get_flavor("tiny"), None, seed=0), train, schedule, one_rank, 32, 1)
+        results.append([engine.step(data.micro_batches(s, 2, 2, 0, 1, seed=0)) for s in range(2)])
+    for plain, recomputed in zip(*results, strict=True):
+        assert plain.loss == pytest.approx(recomputed.loss, rel=1e-6)
+        assert plain.grad_norm == pytest.approx(recomputed.grad_norm, rel=1e-5)

@@ -102,11 +102,11 @@ def _print_evaluation(evaluation, cluster) -> None:
         out.print(f"host memory for swapped optimizer states: {_gb(memory.host_optimizer_per_node)} GB per node "
                   f"(of {cluster.host_memory_gb:g})")
     table = Table(title=f"step time (s), {time.microbatches} micro-batches per step")
-    for column in ("step", "compute", "bubble", "TP comm", "EP all-to-all", "PP send/recv", "DP comm", "optimizer",
-                   "exposed comm", "MFU %"):
+    for column in ("step", "compute", "bubble", "TP comm", "CP comm", "EP all-to-all", "PP send/recv", "DP comm",
+                   "optimizer", "exposed comm", "MFU %"):
         table.add_column(column, justify="right")
     table.add_row(*(f"{v:.2f}" for v in (time.step, time.compute, time.bubble, time.tensor_parallel,
-                                         time.expert_all_to_all, time.pipeline_p2p, time.data_parallel,
+                                         time.context_parallel, time.expert_all_to_all, time.pipeline_p2p, time.data_parallel,
                                          time.optimizer, time.exposed_communication, 100 * evaluation.mfu)))
     out.print(table)
 
@@ -129,12 +129,13 @@ def plan(
     swap: Annotated[bool | None, typer.Option("--swap/--no-swap", help="Optimizer state swap to host, for --check.")] = None,
     noop_layers: Annotated[str | None, typer.Option("--noop-layers", help="Comma-separated no-op layer slots for --check (default: automatic).")] = None,
     top: Annotated[int | None, typer.Option("--top", help="Rows of the ranked table.")] = None,
+    measured_step_time: Annotated[float | None, typer.Option("--measured-step-time", help="With --check: a measured step time (s); prints the compute efficiency that reproduces it, for a profile file.")] = None,
     force_search: Annotated[bool, typer.Option("--search", help="Search layouts even when the recipe's \\[plan] names one to check.")] = False,
     out_path: Annotated[Path | None, typer.Option("--out", help="Write the best (or checked) layout as a recipe fragment (TOML).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Rank parallel layouts by estimated step time, with per-rank memory, MFU and why rejected
-    layouts failed; or evaluate one layout with --check."""
+    layouts failed; or evaluate one layout with --check (exit status 2 when it does not fit)."""
     if ctx.invoked_subcommand is not None:
         return
     import dataclasses
@@ -158,11 +159,14 @@ def plan(
     job = Job(shape=shape, world=ranks, seq_len=seq, global_batch=global_batch)
     precision = Precision.named(section.precision)
     model_flops = flops_per_token(model_config, seq, "v4")
+    from_recipe = not check and not force_search and bool(section.check)
     check = check or ("" if force_search else section.check)
     if check:
         tp, pp, vpp, ep, etp, cp = _parse_check(check)
+        # the recipe's no-op layers belong to the recipe's layout, not to one given on the command line
+        recipe_noop = tuple(section.noop_layers) if from_recipe else ()
         noop = tuple(int(x) for x in noop_layers.split(",") if x.strip()) if noop_layers else \
-            tuple(section.noop_layers) or default_noop_layers(shape.num_layers, pp, vpp)
+            recipe_noop or default_noop_layers(shape.num_layers, pp, vpp)
         recompute_mode = recompute or section.recompute
         if recompute_mode not in ("full", "selective", "none"):
             raise ValueError(f"--recompute {recompute_mode!r}: use full, selective or none")
@@ -179,6 +183,12 @@ def plan(
             out.print(f"[bold]{cluster_profile.description}[/bold], {ranks} ranks, sequence {seq}, "
                       f"global batch {global_batch}")
             _print_evaluation(evaluation, cluster_profile)
+        if measured_step_time:
+            from trex_cli.plan.timing import calibrate_efficiency
+
+            efficiency = calibrate_efficiency(job, layout, cluster_profile, model_flops, measured_step_time)
+            out.print(f"compute_efficiency = {efficiency:.4f} reproduces the measured {measured_step_time:g} s step "
+                      f"(profile default {cluster_profile.compute_efficiency:g}); put it in a profile file to use it")
         if out_path and evaluation.feasible:
             write_text_atomic(out_path, _fragment(evaluation, job, section, cluster or section.cluster))
             if not as_json:
@@ -217,6 +227,8 @@ def _print_ranked(result, rows: int, cluster, job) -> None:
     out.print(f"[bold]{cluster.description}[/bold]: {job.world} ranks, sequence {job.seq_len}, global batch "
               f"{job.global_batch}; {result.examined} layouts examined, {len(result.feasible)} fit, "
               f"{len(result.rejected)} rejected")
+    if not result.feasible:
+        out.print("no layout fits")
     table = Table(title="best layouts (estimated)")
     for column in ("#", "TP", "PP", "VPP", "EP", "ETP", "CP", "DP", "mb", "recompute", "swap", "no-op layers",
                    "mem GB", "step s", "bubble s", "exposed comm s", "MFU %"):
@@ -229,7 +241,8 @@ def _print_ranked(result, rows: int, cluster, job) -> None:
                       "yes" if layout.optimizer_swap else "no", ",".join(map(str, layout.noop_layers)) or "-",
                       _gb(memory.total), f"{time.step:.2f}", f"{time.bubble:.2f}",
                       f"{time.exposed_communication:.2f}", f"{100 * evaluation.mfu:.2f}")
-    out.print(table)
+    if result.feasible:
+        out.print(table)
     summary = result.rejection_summary()
     if summary:
         table = Table(title="why the other layouts were rejected")

@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,18 +246,24 @@ class OpenAIGenerator(Generator):
 
     def _generate(self, requests: list[GenerationRequest], on_done: OnDone) -> None:
         self.resolved_model()
+        failure: list[BaseException] = []
+
+        def complete_unless_failed(request: GenerationRequest) -> Completion | None:
+            # Once one request failed for good, the rest are not sent: rerunning resumes them.
+            return None if failure else self.complete(request)
+
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(self.complete, request): request for request in requests}
-            failure: BaseException | None = None
-            for future, request in futures.items():
+            futures = {pool.submit(complete_unless_failed, request): request for request in requests}
+            for future in as_completed(futures):
                 try:
                     completion = future.result()
                 except BaseException as error:  # keep collecting: every finished answer gets cached
-                    failure = failure or error
+                    failure.append(error)
                     continue
-                on_done(request, completion)
-            if failure is not None:
-                raise failure
+                if completion is not None:
+                    on_done(futures[future], completion)
+        if failure:
+            raise failure[0]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ def draw_chart(results: dict, path: Path) -> Path:
     benchmarks = list(scores)
     rules = list(RULES)
     width = 0.8 / max(1, len(rules))
-    figure, axes = plt.subplots(figsize=(max(6.0, 1.8 * len(benchmarks) + 2), 4.2))
+    figure, axes = plt.subplots(figsize=(max(7.0, 1.8 * len(benchmarks) + 2), 4.6))
     for index, rule in enumerate(rules):
         values = [100 * scores[b]["rules"][rule]["pass@1"] for b in benchmarks]
         errors = [100 * scores[b]["rules"][rule]["pass@1_stderr"] for b in benchmarks]
@@ -155,7 +155,7 @@ def draw_chart(results: dict, path: Path) -> Path:
     axes.set_ylabel("Pass@1 (%)")
     axes.set_ylim(0, 105)
     axes.set_title(f"trex eval {results.get('name', '')}: Pass@1 by grading rule")
-    axes.legend(fontsize=8, ncol=3, loc="upper right")
+    axes.legend(fontsize=8, ncol=len(rules), loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, dpi=120)

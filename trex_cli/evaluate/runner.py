@@ -29,6 +29,7 @@ from trex_cli.evaluate.benchmarks import Benchmark, BenchmarkItem, load_benchmar
 from trex_cli.evaluate.config import EvalConfig
 from trex_cli.evaluate.generators import Completion, GenerationRequest, ResponseCache, build_generator
 from trex_cli.evaluate.grading import (
+    RULES,
     Prediction,
     Truth,
     check_rule_name,
@@ -44,6 +45,10 @@ from trex_cli.evaluate.sandbox import ExecutionResult, Sandbox, SandboxSettings
 EXECUTION_ENV = "TREX_ALLOW_CODE_EXECUTION"
 SAMPLES_FILE = "samples.jsonl"
 CACHE_FILE = "generations.jsonl"
+OPERATIONAL_SETTINGS = (
+    "concurrency", "request_timeout", "max_retries", "retry_backoff_s", "workers", "allow_code_execution",
+    "isolation", "api_key_env",
+)  # fmt: skip
 
 
 def execution_allowed(config: EvalConfig) -> bool:
@@ -87,7 +92,8 @@ def grade_sample(
         gap=last.get("gap"),
     )
     truth: Truth = item.truth
-    rule_verdicts = verdicts(prediction, truth) if program and not syntax_error else {r: False for r in verdicts(Prediction(), truth)}
+    ran = program is not None and syntax_error is None
+    rule_verdicts = verdicts(prediction, truth) if ran else {name: False for name in RULES}
     outcome, reason = classify(
         has_code=program is not None,
         syntax_ok=syntax_error is None,
@@ -107,6 +113,7 @@ def grade_sample(
         "item_id": item.id,
         "sample": sample,
         "content_hash": item.content_hash,
+        "benchmark_sha256": item.version,
         "answer": item.answer,
         "truth": truth.describe(),
         "prompt": messages,
@@ -129,6 +136,7 @@ def grade_sample(
         "solver_status": prediction.status,
         "solve_calls": len(execution.events),
         "objective": prediction.model_objective,
+        "objective_source": last.get("objective_source", "model" if last.get("objective") is not None else None),
         "printed_objective": prediction.printed_objective,
         "printed_infeasible": prediction.printed_infeasible,
         "gap": prediction.gap,
@@ -207,8 +215,11 @@ def run_eval(
     generator = build_generator(config)
     prompt_builder = PromptBuilder(config.prompt, config.solver_library)
 
+    # Settings that change how fast, not what comes out, stay out of the fingerprint: an eval
+    # interrupted by rate limits can resume with fewer requests in flight.
+    outcome_settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in OPERATIONAL_SETTINGS}
     stage_config = {
-        "eval": dataclasses.asdict(config),
+        "eval": outcome_settings,
         "benchmarks": {b.name: b.version for b in benchmarks},
         "completions_sha256": sha256_file(Path(config.completions)) if config.backend == "file" else None,
     }
@@ -243,6 +254,8 @@ def run_eval(
     if requests:
         with Sandbox(settings) as sandbox:
             isolation = sandbox.isolation
+            if show_progress:
+                out.print(f"{len(requests)} samples to generate and run; programs run in {isolation}, {sandbox.workers} at once")
             progress = _Progress(total, len(done), show_progress)
             with ThreadPoolExecutor(max_workers=sandbox.workers) as pool, open(samples_path, "a", encoding="utf-8") as sink:
                 futures = []

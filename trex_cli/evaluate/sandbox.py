@@ -35,7 +35,8 @@ from pathlib import Path
 from trex_cli.console import warn
 
 SERVER_SCRIPT = Path(__file__).with_name("sandbox_server.py")
-PRELOAD = ("numpy", "pyomo.environ", "highspy", "scipy.optimize", "pulp", "gurobipy")
+# What every program finds imported already (SciPy is left out: it doubles what each fork copies).
+PRELOAD = ("numpy", "pyomo.environ", "highspy", "pulp", "gurobipy")
 MOUNT_POINT = "/tmp/trex-sandbox"
 NOBODY = 65534
 SIGNAL_NAMES = {9: "SIGKILL", 24: "SIGXCPU", 25: "SIGXFSZ", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM"}
@@ -133,6 +134,7 @@ class Sandbox:
         self.python = python or sys.executable
         self.workers = self.settings.workers or os.cpu_count() or 1
         self._lock = threading.Lock()
+        self._restart_lock = threading.Lock()
         self._pending: dict[str, dict] = {}
         self._process: subprocess.Popen | None = None
         self._reader: threading.Thread | None = None
@@ -204,9 +206,16 @@ class Sandbox:
             if Path("/root").exists():
                 # Hide root's home; bring the Python installation back when it lives there.
                 prefix += ["--tmpfs", "/root"]
-                for needed in {python_home, str(Path(sys.prefix).resolve()), str(SERVER_SCRIPT.parent.resolve())}:
-                    if needed.startswith("/root/"):
-                        prefix += ["--ro-bind", needed, needed]
+                created: set[str] = set()
+                for needed in sorted({python_home, str(Path(sys.prefix).resolve()), str(SERVER_SCRIPT.parent.resolve())}):
+                    if not needed.startswith("/root/"):
+                        continue
+                    # bwrap makes missing parent folders private (0700): make them traversable first
+                    for parent in reversed(Path(needed).parents):
+                        if str(parent).startswith("/root/") and str(parent) not in created:
+                            created.add(str(parent))
+                            prefix += ["--perms", "0755", "--dir", str(parent)]
+                    prefix += ["--ro-bind", needed, needed]
             prefix += [
                 "--bind", str(self._host_root), MOUNT_POINT,
                 "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -216,15 +225,16 @@ class Sandbox:
             command = prefix + command
             self.isolation = "bubblewrap (read-only root, private /tmp, no network, own PID namespace)"
         else:
-            self.isolation = "process limits only (bubblewrap unavailable)"
+            self.isolation = "process limits only (no bubblewrap)"
         if drop:
             self.isolation += "; programs run as nobody"
         self._drop = drop
+        server_log = tempfile.TemporaryFile()  # the server's own complaints, shown if it fails to start
         self._process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=server_log,
             env=environment,
             close_fds=True,
             start_new_session=True,
@@ -232,7 +242,12 @@ class Sandbox:
         ready_line = self._process.stdout.readline()
         if not ready_line:
             self._process.wait(timeout=10)
-            raise RuntimeError(f"the sandbox server did not start (exit status {self._process.returncode})")
+            server_log.seek(0)
+            detail = server_log.read().decode(errors="replace").strip()[-2000:]
+            raise RuntimeError(
+                f"the sandbox server did not start (exit status {self._process.returncode}): {detail or 'no output'}"
+            )
+        server_log.close()
         ready = json.loads(ready_line)
         self.preloaded = ready.get("preloaded", [])
         self._reader = threading.Thread(target=self._read_replies, args=(self._process,), daemon=True)
@@ -260,14 +275,14 @@ class Sandbox:
         return self._process is not None and self._process.poll() is None
 
     def _restart_if_dead(self) -> None:
-        with self._lock:
+        # One restart even when several workers find the server dead at once.
+        with self._restart_lock:
             if self._alive():
                 return
-            process = self._process
-        if process is not None:
-            process.wait()
-        self._cleanup_root()
-        self.start()
+            if self._process is not None:
+                self._process.wait()
+            self._cleanup_root()
+            self.start()
 
     def close(self) -> None:
         process = self._process
@@ -292,7 +307,10 @@ class Sandbox:
     # -------------------------------------------------------------------------------------------
     def run(self, program: str, data_files: dict[str, str] | None = None) -> ExecutionResult:
         """Run one program (with `data_files`: name in its work folder -> file here); blocks."""
-        result = self._run_once(program, data_files or {})
+        try:
+            result = self._run_once(program, data_files or {})
+        except OSError as error:  # its folder vanished while a dead server's root was cleaned up
+            result = ExecutionResult(error=f"sandbox folder lost: {error}")
         if result.error is not None:
             # The server died under this program (another program may have killed it): try once more.
             self._restart_if_dead()
@@ -319,7 +337,8 @@ class Sandbox:
         request = {
             "job": job,
             "timeout": settings.timeout,
-            "cpu_limit": settings.timeout + 1,
+            # a backstop to the wall-clock limit; room for a solver that uses two threads
+            "cpu_limit": 2 * settings.timeout + 1,
             "memory_mb": settings.memory_mb,
             "file_size_mb": settings.file_size_mb,
             "max_processes": settings.max_processes,

@@ -65,15 +65,44 @@ def _finite(value):
     return value if math.isfinite(value) else None
 
 
+class _AfterImport:
+    """A meta-path finder that lets the other finders load `name`, then calls `then(module)`."""
+
+    def __init__(self, name, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, then = spec.loader, self.then
+        original_exec = loader.exec_module
+
+        def exec_module(module):
+            original_exec(module)
+            then(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
 def install_hooks(events_fd):
     """Wrap the solve calls of every modeling library the server imported. Returns a function to call
     when the program has ended: it solves the last model the program built but never solved (the
     Bench4Opt reference programs build a gurobipy model and only write it to a file)."""
     emitted = []
+    emitted_events = []
     built_models = []
+    pending_model_reads = []  # Pyomo models solved with load_solutions=False
 
     def emit(event):
         emitted.append(event.get("status"))
+        emitted_events.append(event)
         try:
             os.write(events_fd, (json.dumps(event) + "\n").encode())
         except OSError:
@@ -130,6 +159,15 @@ def install_hooks(events_fd):
         from pyomo.environ import Objective, value
         from pyomo.opt.base.solvers import SolverFactoryClass
 
+        def _model_objective(model):
+            objectives = list(model.component_data_objects(Objective, active=True))
+            if not objectives:
+                return None
+            try:
+                return _finite(value(objectives[0], exception=False))
+            except Exception:
+                return None
+
         original_factory_call = SolverFactoryClass.__call__
 
         def wrap_solver(solver, solver_name):
@@ -138,6 +176,7 @@ def install_hooks(events_fd):
                 return solver
 
             def solve(*args, **kwargs):
+                events_before = len(emitted)
                 results = original(*args, **kwargs)
                 model = args[0] if args else kwargs.get("model")
                 try:
@@ -147,11 +186,17 @@ def install_hooks(events_fd):
                     elif hasattr(results, "termination_condition"):
                         condition = results.termination_condition
                     status = _normalize_status(getattr(condition, "name", None) or condition)
-                    objective = None
+                    objective, source = None, "model"
                     if model is not None and status == "optimal":
-                        objectives = list(model.component_data_objects(Objective, active=True))
-                        if objectives:
-                            objective = _finite(value(objectives[0], exception=False))
+                        objective = _model_objective(model)
+                    if objective is None and status == "optimal":
+                        # load_solutions=False leaves the model empty until the program loads the
+                        # solution itself: take the solver's own value (HiGHS's includes Pyomo's
+                        # constant and sense), and read the model again when the program ends.
+                        nested = [e for e in emitted_events[events_before:] if e.get("objective") is not None]
+                        if nested:
+                            objective, source = nested[-1]["objective"], "solver"
+                        pending_model_reads.append(model)
                     gap = None
                     problem = getattr(results, "problem", None)
                     if problem is not None:
@@ -159,7 +204,8 @@ def install_hooks(events_fd):
                         upper = _finite(getattr(problem, "upper_bound", None))
                         if lower is not None and upper is not None:
                             gap = abs(upper - lower) / max(1e-10, abs(upper), abs(lower))
-                    emit({"api": "pyomo", "solver": solver_name, "status": status, "objective": objective, "gap": gap})
+                    emit({"api": "pyomo", "solver": solver_name, "status": status, "objective": objective,
+                          "objective_source": source, "gap": gap})
                 except Exception as error:
                     emit({"api": "pyomo", "status": "unknown", "error": repr(error)})
                 return results
@@ -229,10 +275,10 @@ def install_hooks(events_fd):
     else:
         built_models_solver = None
 
-    if "scipy.optimize" in modules:
-        # SciPy minimizes only, so a maximizing program negates its objective: record the status, and
-        # leave the objective to the printed line.
-        optimize = modules["scipy.optimize"]
+    def wrap_scipy(optimize):
+        # SciPy minimizes only, so a maximizing program negates its objective: record the status,
+        # and leave the objective to the printed line.
+        statuses = {0: "optimal", 2: "infeasible", 3: "unbounded"}
         for function_name in ("linprog", "milp"):
             original_function = getattr(optimize, function_name, None)
             if original_function is None:
@@ -241,7 +287,6 @@ def install_hooks(events_fd):
             def make_wrapper(function, api):
                 def wrapper(*args, **kwargs):
                     result = function(*args, **kwargs)
-                    statuses = {0: "optimal", 2: "infeasible", 3: "unbounded"}
                     status = statuses.get(getattr(result, "status", None), "other")
                     emit({"api": api, "status": status, "objective": None, "gap": None})
                     return result
@@ -250,7 +295,20 @@ def install_hooks(events_fd):
 
             setattr(optimize, function_name, make_wrapper(original_function, f"scipy.{function_name}"))
 
+    if "scipy.optimize" in modules:
+        wrap_scipy(modules["scipy.optimize"])
+    else:
+        # SciPy is not pre-imported (it would double the memory every fork copies): wrap it when
+        # the program imports it.
+        sys.meta_path.insert(0, _AfterImport("scipy.optimize", wrap_scipy))
+
     def finish():
+        last = emitted_events[-1] if emitted_events else None
+        if pending_model_reads and last is not None and last.get("api") == "pyomo" and last.get("status") == "optimal":
+            # The last solve left the model empty; the program may have loaded the solution since.
+            objective = _model_objective(pending_model_reads[-1])
+            if objective is not None:
+                emit(dict(last, objective=objective, objective_source="model, read when the program ended"))
         if not emitted and built_models and built_models_solver is not None:
             try:
                 built_models_solver()

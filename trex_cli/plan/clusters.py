@@ -7,8 +7,11 @@ network. Communication follows the alpha-beta model: a message of b bytes over a
 alpha + b / bandwidth.
 
 Built-in profiles carry public figures (vendor data sheets, the CloudMatrix384 and T-Rex papers);
-`compute_efficiency` is the fraction of peak the model's matmuls reach, calibrated so the
-estimate of the paper's Pro layout lands near its measured step (see `timing.calibrate_efficiency`).
+`compute_efficiency` is the fraction of peak the model's compute reaches. For the 910C it is set so
+the estimate of the paper's Pro layout (512 ranks, sequence 4096, global batch 1024) lands within 4%
+of its reported ~27 s step (`timing.calibrate_efficiency` gives 0.47 for exactly 27 s); the GPU
+profiles use the same figure until a measurement replaces it (`trex plan --check ...
+--measured-step-time S` prints the value to put in a profile file).
 A TOML or JSON profile file overrides any field: `base = "cloudmatrix384"` plus the keys to change.
 """
 
@@ -40,6 +43,7 @@ class ClusterProfile:
     host_memory_gb: float  # host memory per node available for swapped optimizer state
     host_link_bandwidth_gbps: float  # host <-> device per rank, GB/s
     collective_buffer_mb: float = 256.0  # per communicator (HCCL_BUFFSIZE / NCCL buffers)
+    kernels: str = "fused"  # "fused" device kernels, or "eager": trex's CPU path (see memory.py)
 
     @property
     def usable_memory_bytes(self) -> float:
@@ -136,6 +140,7 @@ PROFILES: dict[str, ClusterProfile] = {
         scale_out_latency_us=100.0,
         host_memory_gb=24.0,
         host_link_bandwidth_gbps=10.0,
+        kernels="eager",
     ),
 }
 ALIASES = {"910c": "cloudmatrix384", "ascend": "cloudmatrix384", "superpod": "cloudmatrix384"}
@@ -176,4 +181,6 @@ def load_cluster(name_or_path: str) -> ClusterProfile:
         if expected in (int, float) and key != "name" and value <= 0 and key != "reserved_memory_gb":
             raise ValueError(f"{path}: '{key}' must be positive, got {value!r}")
         changes[key] = value
+    if changes.get("kernels", base.kernels) not in ("fused", "eager"):
+        raise ValueError(f"{path}: 'kernels' must be \"fused\" or \"eager\"")
     return dataclasses.replace(base, **changes)

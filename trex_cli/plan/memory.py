@@ -9,11 +9,13 @@ double buffer on the device.
 
 Activations are the tensors a block saves for its backward pass, counted per token for each layer
 type (sliding window, CSA, HCA) and split by sequence parallel (token-sized tensors) or TP
-(head-sized tensors). Two attention kernels are modelled: `fused` (NPU/GPU kernels that keep only
-q, kv, output and the softmax statistics) and `eager` (trex's torch path on CPU, which also keeps
-the scores and probabilities over the selected keys and the indexer scores). Full recompute keeps
-only each layer's input streams and rebuilds one layer at a time in backward. A pipeline stage
-holds activations for as many micro-batches as its schedule has in flight.
+(head-sized tensors). Two kernel sets are modelled: `eager` is trex's own CPU path (held within a
+few percent of the tensors autograd saves on the tiny and small flavors, tests/plan), which keeps
+fp32 copies in the mHC mixers and Sinkhorn, the indexer's fp32 scores and an fp32 expert combine;
+`fused` is the NPU/GPU kernel set, which keeps none of those. Both keep only the inputs, output and
+softmax statistics of the attention core (flash-style). Full recompute keeps each layer's input
+streams and rebuilds one layer at a time in backward; a pipeline stage holds activations for as many
+micro-batches as its (interleaved) 1F1B schedule has in flight.
 """
 
 from __future__ import annotations
@@ -268,7 +270,7 @@ def estimate_memory(job: Job, layout: Layout, cluster: ClusterProfile, precision
     """Peak per-rank memory of `layout` for `job` (the heaviest stage)."""
     shape = job.shape
     precision = precision or Precision()
-    kernel = kernel or ("fused" if cluster.name != "cpu" else "eager")
+    kernel = kernel or cluster.kernels
     dp = data_parallel(layout, job.world)
     edp = expert_data_parallel(layout, job.world)
     dense_shard = dp * layout.cp if layout.distributed_optimizer else 1

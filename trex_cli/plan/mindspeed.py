@@ -422,6 +422,32 @@ def _folder_stage(folder: Path) -> str | None:
     return str(json.loads(manifest.read_text()).get("stage", ""))
 
 
+class _JsonlWriter:
+    """Streams records to a temporary file beside `target` and renames it into place on success, so
+    an export is never half-written and never held in memory whole."""
+
+    def __init__(self, target: Path):
+        self.target = Path(target)
+        self.temporary = self.target.with_name(f".{self.target.name}.tmp")
+        self.count = 0
+
+    def __enter__(self) -> _JsonlWriter:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.stream = open(self.temporary, "w", encoding="utf-8")  # closed in __exit__
+        return self
+
+    def write(self, record: dict) -> None:
+        self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.count += 1
+
+    def __exit__(self, kind, value, traceback) -> None:
+        self.stream.close()
+        if kind is None and self.count:
+            os.replace(self.temporary, self.target)
+        else:
+            self.temporary.unlink(missing_ok=True)
+
+
 def export_cpt_jsonl(source: Path, target: Path) -> int:
     """Write CPT documents as `{"text": ...}` lines; returns the document count.
 
@@ -429,19 +455,18 @@ def export_cpt_jsonl(source: Path, target: Path) -> int:
     position_ids restart at 0 (a document cut at a row end continues in the next row) and decoded
     with the folder's tokenizer, special tokens dropped (MindSpeed-LLM appends its own EOD). A synth
     folder's cpt_docs are copied as they are."""
-    from trex_cli.artifacts import write_text_atomic
-
     stage = _folder_stage(source)
-    lines: list[str] = []
     if stage == "synth" or (source / "cpt_docs").is_dir():
-        for shard in sorted((source / "cpt_docs").glob("*.jsonl")):
-            for number, line in enumerate(shard.read_text().splitlines(), 1):
-                if not line.strip():
-                    continue
-                record = json.loads(line)
-                if not isinstance(record.get("text"), str):
-                    raise ValueError(f"{shard}:{number}: a CPT document needs a 'text' string")
-                lines.append(json.dumps({"text": record["text"]}, ensure_ascii=False))
+        with _JsonlWriter(target) as writer:
+            for shard in sorted((source / "cpt_docs").glob("*.jsonl")):
+                with open(shard, encoding="utf-8") as stream:
+                    for number, line in enumerate(stream, 1):
+                        if not line.strip():
+                            continue
+                        record = json.loads(line)
+                        if not isinstance(record.get("text"), str):
+                            raise ValueError(f"{shard}:{number}: a CPT document needs a 'text' string")
+                        writer.write({"text": record["text"]})
     elif (source / "train").is_dir():
         import datasets
         from tokenizers import Tokenizer
@@ -452,27 +477,27 @@ def export_cpt_jsonl(source: Path, target: Path) -> int:
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
         rows = datasets.load_from_disk(str(source / "train"))
         document: list[int] = []
+        with _JsonlWriter(target) as writer:
 
-        def flush() -> None:
-            if document:
-                text = tokenizer.decode(document, skip_special_tokens=True)
-                if text.strip():
-                    lines.append(json.dumps({"text": text}, ensure_ascii=False))
-                document.clear()
+            def flush() -> None:
+                if document:
+                    text = tokenizer.decode(document, skip_special_tokens=True)
+                    if text.strip():
+                        writer.write({"text": text})
+                    document.clear()
 
-        for row in rows:
-            for token, position in zip(row["input_ids"], row["position_ids"], strict=True):
-                if position == 0:
-                    flush()
-                document.append(int(token))
-        flush()
+            for row in rows:
+                for token, position in zip(row["input_ids"], row["position_ids"], strict=True):
+                    if position == 0:
+                        flush()
+                    document.append(int(token))
+            flush()
     else:
         raise FileNotFoundError(f"{source} is neither a trex data folder (train/, tokenizer/) nor a synth folder "
                                 "(cpt_docs/): run `trex data cpt` first or set [mindspeed.cpt] data")
-    if not lines:
+    if writer.count == 0:
         raise ValueError(f"{source} holds no CPT documents to export")
-    write_text_atomic(target, "\n".join(lines) + "\n")
-    return len(lines)
+    return writer.count
 
 
 def export_sft_jsonl(source: Path, target: Path) -> int:
@@ -480,8 +505,6 @@ def export_sft_jsonl(source: Path, target: Path) -> int:
 
     Reads a synth folder's sft/ shards or a JSONL file of records with `messages`. Token rows of a
     data/sft folder are not used: MindSpeed-LLM applies its own chat template (`--prompt-type`)."""
-    from trex_cli.artifacts import write_text_atomic
-
     if source.is_file():
         files = [source]
     elif (source / "sft").is_dir():
@@ -490,28 +513,29 @@ def export_sft_jsonl(source: Path, target: Path) -> int:
         hint = " (a data/sft folder holds token rows; give the synth folder it was built from)" \
             if (source / "train").is_dir() else ""
         raise FileNotFoundError(f"{source}: no sft/ shards or messages JSONL to export{hint}; set [mindspeed.sft] data")
-    lines = []
-    for file in files:
-        for number, line in enumerate(file.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            messages = record.get("messages")
-            if not isinstance(messages, list) or not messages:
-                raise ValueError(f"{file}:{number}: an SFT sample needs a non-empty 'messages' list")
-            clean = []
-            for message in messages:
-                if message.get("role") not in ("system", "user", "assistant") or not isinstance(
-                        message.get("content"), str):
-                    raise ValueError(f"{file}:{number}: each message needs role system/user/assistant and content")
-                clean.append({"role": message["role"], "content": message["content"]})
-            if not any(m["role"] == "assistant" for m in clean):
-                raise ValueError(f"{file}:{number}: the sample has no assistant message to learn from")
-            lines.append(json.dumps({"messages": clean}, ensure_ascii=False))
-    if not lines:
+    with _JsonlWriter(target) as writer:
+        for file in files:
+            with open(file, encoding="utf-8") as stream:
+                for number, line in enumerate(stream, 1):
+                    if not line.strip():
+                        continue
+                    record = json.loads(line)
+                    messages = record.get("messages")
+                    if not isinstance(messages, list) or not messages:
+                        raise ValueError(f"{file}:{number}: an SFT sample needs a non-empty 'messages' list")
+                    clean = []
+                    for message in messages:
+                        if message.get("role") not in ("system", "user", "assistant") or not isinstance(
+                                message.get("content"), str):
+                            raise ValueError(f"{file}:{number}: each message needs role system/user/assistant "
+                                             "and a content string")
+                        clean.append({"role": message["role"], "content": message["content"]})
+                    if not any(m["role"] == "assistant" for m in clean):
+                        raise ValueError(f"{file}:{number}: the sample has no assistant message to learn from")
+                    writer.write({"messages": clean})
+    if writer.count == 0:
         raise ValueError(f"{source} holds no SFT samples to export")
-    write_text_atomic(target, "\n".join(lines) + "\n")
-    return len(lines)
+    return writer.count
 
 
 # ---- checkpoint dequantization ------------------------------------------------------------------------
@@ -541,6 +565,7 @@ def dequantize_checkpoint(source: Path, target: Path) -> dict[str, int]:
 
     from trex_cli.artifacts import write_json_atomic
     from trex_cli.models.deepseek_v4.quantization import dequantize
+    from trex_cli.models.deepseek_v4.state_dict_adapter import _storage_dtype as storage_dtype
 
     source, target = Path(source), Path(target)
     index_path = source / "model.safetensors.index.json"
@@ -562,12 +587,20 @@ def dequantize_checkpoint(source: Path, target: Path) -> dict[str, int]:
             handles[file] = safe_open(str(source / file), framework="pt")
         return handles[file].get_tensor(name)
 
-    float32 = re.compile(r"(hc_\w+|\.ape|attn_sink|gate\.bias|norm\.weight)$")
     new_map: dict[str, str] = {}
-    counts = {"tensors": 0, "dequantized": 0, "shards": 0}
-    for file in sorted(set(weight_map.values())):
+    counts = {"tensors": 0, "dequantized": 0, "shards": 0, "resumed_shards": 0}
+    by_file: dict[str, list[str]] = {}
+    for name, file in weight_map.items():
+        by_file.setdefault(file, []).append(name)
+    for file in sorted(by_file):
+        if (target / file).is_file():
+            # written by an interrupted earlier run (shards land by atomic rename): keep it
+            with safe_open(str(target / file), framework="pt") as handle:
+                new_map.update({key: file for key in handle.keys()})
+            counts["resumed_shards"] += 1
+            continue
         shard = {}
-        for name in sorted(n for n, f in weight_map.items() if f == file):
+        for name in sorted(by_file[file]):
             if name.endswith(".scale") or name.endswith("_scale_inv"):
                 continue
             value = tensor(name)
@@ -576,17 +609,20 @@ def dequantize_checkpoint(source: Path, target: Path) -> dict[str, int]:
             if scale_name:
                 value = dequantize(value, tensor(scale_name), torch.bfloat16)
                 counts["dequantized"] += 1
-            elif value.is_floating_point():
-                value = value.to(torch.float32 if float32.search(name) else torch.bfloat16)
+            else:
+                # norms, hc mixers, sinks, ape and the router bias stay fp32, as the model keeps them
+                value = value.to(storage_dtype(name, value, torch.bfloat16))
             shard[name] = value.contiguous()
             new_map[name] = file
             counts["tensors"] += 1
-        save_file(shard, str(target / file), metadata={"format": "pt"})
+        partial = target / f".{file}.tmp"
+        save_file(shard, str(partial), metadata={"format": "pt"})
+        os.replace(partial, target / file)
         counts["shards"] += 1
         handles.pop(file, None)  # keep at most the scale shards open
-    total = sum(1 for _ in new_map)
     write_json_atomic(target / "model.safetensors.index.json",
-                      {"metadata": {"dequantized_from": str(source), "tensors": total}, "weight_map": new_map})
+                      {"metadata": {"dequantized_from": str(source), "tensors": len(new_map)},
+                       "weight_map": new_map})
     config_path = source / "config.json"
     if config_path.is_file():
         config = json.loads(config_path.read_text())
@@ -638,12 +674,12 @@ def missing_requirements(paths: Paths, stage: str, needs_conversion: bool, check
     return missing
 
 
-FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+FLAG = re.compile(r"^--[a-z0-9][a-z0-9_-]*$")
 
 
 def unknown_flags(script_texts: list[str], mindspeed_dir: Path) -> list[str]:
     """Rendered flags that appear nowhere in the installed MindSpeed-LLM / Megatron sources."""
-    flags = sorted({word for text in script_texts for word in re.findall(r"--[a-z0-9][a-z0-9-]*", text)
+    flags = sorted({word for text in script_texts for word in re.findall(r"--[a-z0-9][a-z0-9_-]*", text)
                     if FLAG.match(word)})
     torchrun_flags = {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr", "--master_port"}
     remaining = set(flags) - torchrun_flags

@@ -20,7 +20,8 @@ from trex_cli.plan.memory import MemoryEstimate, Precision, estimate_memory
 from trex_cli.plan.timing import TimeEstimate, estimate_time, mfu
 
 GB = 1e9
-HOST_MEMORY_USABLE = 0.9  # of a node's host memory, for swapped optimizer states
+HOST_MEMORY_USABLE = 0.9
+MAX_VIRTUAL_STAGES = 8  # of a node's host memory, for swapped optimizer states
 
 
 @dataclasses.dataclass
@@ -110,11 +111,14 @@ def candidate_structures(job: Job, cluster: ClusterProfile, micro_batches: tuple
                 etps = [fixed["etp"]] if "etp" in fixed else sorted({1, tp})
                 for etp in etps:
                     eps = [fixed["ep"]] if "ep" in fixed else [
-                        e for e in _divisors(world // (pp * etp)) if shape.num_experts % e == 0 and e >= 2]
+                        e for e in _divisors(world // (pp * etp)) if shape.num_experts % e == 0]
                     for ep in eps:
                         per_stage = -(-shape.num_layers // pp)
+                        # at most MAX_VIRTUAL_STAGES virtual stages per pipeline stage: beyond that the
+                        # per-chunk scheduling and synchronization the model does not count dominate
                         vpps = [fixed["vpp"]] if "vpp" in fixed else [0] + [
-                            v for v in range(1, per_stage // 2 + 1) if pp > 1 and v in (1, 2, 3, 4, 6, 8)]
+                            v for v in range(1, per_stage // 2 + 1)
+                            if pp > 1 and v in (1, 2, 3, 4, 6, 8) and -(-per_stage // v) <= MAX_VIRTUAL_STAGES]
                         for vpp in vpps:
                             noop = default_noop_layers(shape.num_layers, pp, vpp)
                             if len(noop) > pp and "vpp" not in fixed:

@@ -8,8 +8,9 @@ output head and MTP), at `compute_efficiency` x peak.
 
 Communication per micro-batch and layer: with sequence parallel, each block all-gathers and
 reduce-scatters its token activations around attention and around the shared expert (four
-collectives forward, four backward, four again when the forward is recomputed); each MoE layer
-dispatches and combines tokens with two all-to-alls per pass. Per step: the distributed optimizer
+collectives forward, four backward, four again when the forward is recomputed); context parallel
+all-gathers the single shared KV head of the other sequence chunks; each MoE layer dispatches and
+combines tokens with two all-to-alls per pass. Per step: the distributed optimizer
 reduce-scatters gradients and all-gathers parameters over the (expert-)data-parallel group,
 overlapped with backward; pipeline stages exchange the hc_mult residual streams at every virtual
 stage boundary. A ring collective over g ranks costs (g - 1) (alpha + bytes / (g bandwidth)); an
@@ -38,7 +39,7 @@ from trex_cli.plan.memory import Precision, stage_parameter_counts
 # the all-to-all dispatcher overlaps with the shared expert and with the other micro-batch's
 # compute (moe-alltoall-overlap-comm); pipeline send/recv overlaps with the next micro-batch.
 OVERLAP = {"data_parallel": 0.8, "expert_all_to_all": 0.5, "pipeline_p2p": 0.5, "tensor_parallel": 0.0,
-           "optimizer_swap": 0.7}
+           "context_parallel": 0.5, "optimizer_swap": 0.7}
 
 
 def ring_collective_seconds(num_bytes: float, group: int, latency: float, bandwidth: float) -> float:
@@ -61,6 +62,7 @@ class TimeEstimate:
     compute: float  # busy compute of the slowest stage over all micro-batches (incl. recompute)
     bubble: float
     tensor_parallel: float
+    context_parallel: float
     expert_all_to_all: float
     pipeline_p2p: float
     data_parallel: float
@@ -128,6 +130,14 @@ def estimate_time(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_t
                           for index, chunks_ in enumerate(stages))
     tensor_parallel = count * blocks_on_stage * per_block_tp
 
+    # Context parallel: each block all-gathers the shared KV head (and the indexer's keys on CSA
+    # layers) of the other sequence chunks, and reduce-scatters their gradients in backward. Ranks of
+    # a CP group sit TP ranks apart.
+    cp_latency, cp_bandwidth = cluster.link(cp * tp)
+    kv_bytes = tokens_per_microbatch * (shape.head_dim + shape.index_head_dim) * act
+    per_block_cp = passes * ring_collective_seconds(kv_bytes, cp, cp_latency, cp_bandwidth)
+    context_parallel = count * blocks_on_stage * per_block_cp
+
     # Expert all-to-all: each rank dispatches its sequence-parallel share of tokens, top-k copies.
     # Ranks are ordered TP fastest, then CP, DP, PP (Megatron); the EP group spans ep x etp ranks.
     ep_latency, ep_bandwidth = cluster.link(ep * layout.etp)
@@ -167,13 +177,14 @@ def estimate_time(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_t
         optimizer += swap * (1 - overlap["optimizer_swap"])
 
     exposed = (tensor_parallel * (1 - overlap["tensor_parallel"])
+               + context_parallel * (1 - overlap["context_parallel"])
                + expert_all_to_all * (1 - overlap["expert_all_to_all"])
                + pipeline_p2p * (1 - overlap["pipeline_p2p"])
                + data_parallel_time * (1 - overlap["data_parallel"]))
     step = compute + bubble + exposed + optimizer
     tokens = job.global_batch * job.seq_len
     return TimeEstimate(
-        step=step, compute=compute, bubble=bubble, tensor_parallel=tensor_parallel,
+        step=step, compute=compute, bubble=bubble, tensor_parallel=tensor_parallel, context_parallel=context_parallel,
         expert_all_to_all=expert_all_to_all, pipeline_p2p=pipeline_p2p, data_parallel=data_parallel_time,
         optimizer=optimizer, exposed_communication=exposed, microbatches=count,
         flops_per_token=flops_per_token, model_flops_per_step=flops_per_token * tokens)

@@ -12,7 +12,10 @@
 Tensor parallel attention: the query projection is split by heads (column-wise), the grouped low-rank
 output projection `wo_a` by its groups of heads, `wo_b` row-wise, the per-head sink by heads; each
 rank then runs the model's own attention code on its heads. The key/value path, compressors and the
-lightning indexer stay replicated (one shared KV head; the indexer is small).
+lightning indexer stay replicated (one shared KV head; the indexer is small): each rank computes them
+whole, and because each rank uses the KV only with its own heads, their gradients are summed over the
+TP ranks where they enter the attention (Megatron's "copy to tensor-parallel region"). The indexer's
+KL target, an average over all heads, gathers the heads first.
 """
 
 from __future__ import annotations
@@ -55,6 +58,30 @@ def _attention_on_local_heads(attention: nn.Module, *args, **kwargs):
         return type(attention).forward(attention, *args, **kwargs)
 
 
+class _SharedAcrossHeads(torch.autograd.Function):
+    """Identity forward; backward sums the gradient over the tensor-parallel ranks. Marks a tensor that
+    every rank computes whole (the one shared KV head, the compressed entries) but that each rank then
+    uses only with its own query heads: each rank's gradient is its heads' part of the total."""
+
+    @staticmethod
+    def forward(ctx, tensor, group):
+        ctx.group = group
+        return tensor.view_as(tensor)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        torch.distributed.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
+def _shared_across_heads_hook(group):
+    def hook(module, inputs, output):
+        return _SharedAcrossHeads.apply(output, group)
+
+    return hook
+
+
 def _indexer_kl_over_all_heads(model_indexer_kl, tp_group, query, *args):
     """The indexer's KL target averages the attention over every head; under TP a rank holds only its
     heads, so gather them first (the target carries no gradient, nor does this gather)."""
@@ -83,6 +110,10 @@ def apply_tensor_parallel(model: nn.Module, tp_mesh) -> None:
         attention.heads = config.num_attention_heads // tp
         attention.config = local_config  # o_groups per rank; every other field is the model's
         attention.forward = functools.partial(_attention_on_local_heads, attention)
+        group = tp_mesh.get_group()
+        attention.kv_norm.register_forward_hook(_shared_across_heads_hook(group))
+        if getattr(attention, "compressor", None) is not None:
+            attention.compressor.register_forward_hook(_shared_across_heads_hook(group))
         if getattr(attention, "indexer", None) is not None:
             attention._indexer_kl = functools.partial(
                 _indexer_kl_over_all_heads, type(attention)._indexer_kl, tp_mesh.get_group()

@@ -181,19 +181,37 @@ def update_stage_expert_bias(runner: StageRunner, expert_load: torch.Tensor, rat
         gate.bias += rate * torch.sign(load.mean() - load)
 
 
-def build_pipeline(model: nn.Module, distributed, train, seq_len: int, micro_batches: int):
-    """Prune `model` to this rank's stage; returns (runner, schedule-factory)."""
+def build_pipeline(
+    model: nn.Module, distributed, train, seq_len: int, micro_batches: int, micro_batch_size: int, compute_dtype
+):
+    """Prune `model` to this rank's stage; returns (runner, schedule factory taking the parallelized
+    stage model). Stage inputs and outputs are declared up front (static shapes), so the schedule
+    never runs a stage on placeholder data to discover them."""
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     parallel = train.parallel
     pp = distributed.layout.pp
-    stages = stage_layers(model.config.num_hidden_layers, pp, parallel.noop_layer_slots)
+    config = model.config
+    stages = stage_layers(config.num_hidden_layers, pp, parallel.noop_layer_slots)
     stage_index = distributed.pp_rank
     runner = StageRunner(model, stage_index, pp, stages[stage_index], train, seq_len)
+    meta = torch.device("meta")
+    # requires_grad marks what the schedule sends gradients back for
+    between = (
+        torch.empty(micro_batch_size, seq_len, config.hc_mult, config.hidden_size, dtype=compute_dtype, device=meta, requires_grad=True),
+        torch.empty(micro_batch_size, seq_len, config.hidden_size, dtype=compute_dtype, device=meta, requires_grad=True),
+    )
+    tokens = torch.empty(micro_batch_size, seq_len, dtype=torch.long, device=meta)
+    inputs = (tokens,) if runner.is_first else between
+    outputs = (torch.empty((), dtype=torch.float32, device=meta),) if runner.is_last else between
 
     def make_schedule(parallelized: nn.Module):
         stage = PipelineStage(
-            parallelized, stage_index, pp, distributed.device, group=distributed.dense_mesh["pp"].get_group()
+            parallelized, stage_index, pp, distributed.device, input_args=inputs, output_args=outputs,
+            # gradients travel back for both float tensors; token ids have none
+            input_grads=(None,) if runner.is_first else between,
+            output_grads=(None,) if runner.is_last else between,
+            group=distributed.dense_mesh["pp"].get_group(),
         )
         schedule_class = {"1F1B": Schedule1F1B, "GPipe": ScheduleGPipe}[parallel.pp_schedule]
         return schedule_class(stage, micro_batches, loss_fn=lambda output, target: output, scale_grads=False)

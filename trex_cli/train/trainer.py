@@ -108,7 +108,9 @@ class Engine:
         if layout.pp > 1:
             from trex_cli.train.pipeline import build_pipeline
 
-            self.pipeline, make_schedule = build_pipeline(model, distributed, train, seq_len, micro_batches)
+            self.pipeline, make_schedule = build_pipeline(
+                model, distributed, train, seq_len, micro_batches, schedule.micro_batch_size, self.compute_dtype
+            )
         self.model = parallelize(model.to(distributed.device), distributed, train.parallel, self.compute_dtype)
         self.model.train()
         if self.pipeline is not None:
@@ -178,7 +180,7 @@ class Engine:
             self.pipeline_schedule.step(torch.cat([b.input_ids for b in micro_batches]).to(device))
         elif runner.is_last:
             rows = sum(b.input_ids.shape[0] for b in micro_batches)
-            self.pipeline_schedule.step(target=torch.zeros(rows, device=device), losses=[])
+            self.pipeline_schedule.step(target=torch.zeros(rows, device=device), losses=[], return_outputs=False)
         else:
             self.pipeline_schedule.step()
         statistics = runner.statistics

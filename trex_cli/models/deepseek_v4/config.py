@@ -82,7 +82,6 @@ class DeepseekV4Config:
     torch_dtype: str = "bfloat16"
 
     def __post_init__(self) -> None:
-        total = self.num_hidden_layers + self.num_nextn_predict_layers
         if not self.compress_ratios:
             hca, csa = self.compress_rate_hca, self.compress_rate_csa
             ratios = [hca] * min(self.num_hidden_layers, 2)
@@ -235,6 +234,10 @@ class DeepseekV4Config:
             raise ValueError(f"unknown DeepSeek-V4 config keys {unknown}; see trex_cli/models/deepseek_v4/config.py")
         if "num_hidden_layers" in changes and "compress_ratios" not in changes:
             data["compress_ratios"] = []
+        elif "num_nextn_predict_layers" in changes and "compress_ratios" not in changes:
+            layers = self.compress_ratios[: self.num_hidden_layers]
+            mtp = self.compress_ratios[self.num_hidden_layers :] + [0] * changes["num_nextn_predict_layers"]
+            data["compress_ratios"] = layers + mtp[: changes["num_nextn_predict_layers"]]
         data.update(changes)
         return DeepseekV4Config(**data)
 

@@ -13,14 +13,13 @@ entries, indexer) and no loss crosses a document boundary.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from trex_cli.models.deepseek_v4 import kernels
-from trex_cli.models.deepseek_v4.config import CSA, HCA, SLIDING, DeepseekV4Config, yarn_inv_freq
+from trex_cli.models.deepseek_v4.config import CSA, SLIDING, DeepseekV4Config, yarn_inv_freq
 
 
 @dataclasses.dataclass
@@ -353,13 +352,10 @@ class Block(nn.Module):
         return self._wrapped(streams, "ffn", self.ffn, self.ffn_norm, ctx)
 
 
-class HyperHead(nn.Module):
-    """Collapses the mHC streams into one hidden state (sigmoid weights, no Sinkhorn)."""
-
-    def __init__(self, config: DeepseekV4Config, owner: nn.Module, prefix: str):
-        super().__init__()
-        self.config = config
-        self.prefix = prefix
+class HyperHead:
+    """Collapses the mHC streams into one hidden state (sigmoid weights, no Sinkhorn). Its parameters
+    live on the owner (`hc_head_fn/base/scale` of the model and of each MTP block), as in the
+    official checkpoint."""
 
     @staticmethod
     def collapse(streams, fn, base, scale, config: DeepseekV4Config) -> torch.Tensor:
@@ -500,7 +496,8 @@ class DeepseekV4ForCausalLM(nn.Module):
         if return_logits:
             out.logits = self.head(hidden)
         mtp_hidden = None
-        if self.mtp and (compute_loss or return_mtp_logits):
+        # a zero MTP weight skips the MTP block (nothing would learn from it)
+        if self.mtp and ((compute_loss and mtp_loss_weight > 0) or return_mtp_logits):
             next_ids = F.pad(input_ids[:, 1:], (0, 1))
             mtp_hidden = self.mtp[0](streams, self.embed(next_ids), ctx)
             if return_mtp_logits:
@@ -511,7 +508,7 @@ class DeepseekV4ForCausalLM(nn.Module):
         lm_loss, lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1)
         out.lm_loss, out.lm_tokens = lm_loss, lm_tokens
         total = lm_loss
-        if mtp_hidden is not None:
+        if mtp_hidden is not None and mtp_loss_weight > 0:
             out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2)
             total = total + mtp_loss_weight * out.mtp_loss
         out.balance_loss = self._balance_loss(ctx, batch, seq_len)
@@ -661,4 +658,4 @@ def count_parameters(model: nn.Module, config: DeepseekV4Config) -> dict[str, in
     }
 
 
-__all__ = ["DeepseekV4ForCausalLM", "DeepseekV4Output", "count_parameters", "math"]
+__all__ = ["DeepseekV4ForCausalLM", "DeepseekV4Output", "count_parameters"]
