@@ -12,6 +12,7 @@ import os
 import sys
 
 import typer
+from rich.markup import escape
 
 from trex_cli.commands import data, eval as eval_command, plan, run, synth, train
 from trex_cli.console import USER_ERRORS, err
@@ -41,7 +42,7 @@ def main() -> None:
         if os.environ.get("TREX_DEBUG"):
             raise
 
-        err.print(f"[red]error:[/red] {error}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         sys.exit(1)
 
 

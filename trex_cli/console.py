@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 out = Console()
 err = Console(stderr=True)
@@ -31,7 +32,7 @@ def user_errors(command):
         except USER_ERRORS as error:
             if os.environ.get("TREX_DEBUG"):
                 raise
-            err.print(f"[red]error:[/red] {error}", highlight=False)
+            err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
             raise typer.Exit(code=1) from None
 
     return wrapper

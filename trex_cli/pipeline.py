@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -235,6 +236,7 @@ class Pipeline:
         if name.startswith("eval-"):
             force = force or self._model_changed(name)
         started = time.perf_counter()
+        cpu_started = _cpu_seconds()
         out.rule(f"[bold]{name}[/bold]: {next(s.does for s in STAGES if s.name == name)}")
         try:
             ran = runner(force)
@@ -245,11 +247,13 @@ class Pipeline:
                 hint = f" (from trex run: `trex run {self.recipe_path} --force --only {again}` rebuilds it and what reads it)"
             raise ValueError(f"stage {name}: {error}{hint}") from None
         seconds = time.perf_counter() - started
+        cpu_seconds = _cpu_seconds() - cpu_started
         folder = self.layout.folder(name)
         record["folder"] = str(folder) if folder else str(self.layout.cpt_init)
         record["manifest_sha256"] = self.layout.manifest_sha(name)
         if ran:
             record["seconds"] = round(seconds, 2)
+            record["cpu_seconds"] = round(cpu_seconds, 2)
             record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             out.print(f"{name}: finished in {seconds:.1f} s ({record['folder']})", highlight=False)
         else:
@@ -348,11 +352,16 @@ class Pipeline:
 
     def _train(self, stage: str, force: bool) -> bool:
         from trex_cli.train.launch import run_stage
+        from trex_cli.train.trainer import TrainingDiverged
 
         recipe, job = self._train_job(stage)
         job.show_progress = self.show_progress
         job.stage_folder.mkdir(parents=True, exist_ok=True)
-        return run_stage(job, force=force, recipe=recipe) is not None
+        try:
+            return run_stage(job, force=force, recipe=recipe) is not None
+        except TrainingDiverged as error:
+            # the usual cause is the recipe (learning rate, batch): say so in one line, like `trex train`
+            raise ValueError(f"{error}; lower [train.{stage}] lr or raise warmup_steps, then run again") from None
 
     def _stage_train_cpt(self, force: bool) -> bool:
         return self._train("cpt", force)
@@ -382,6 +391,13 @@ class Pipeline:
 
     def _stage_eval_sft(self, force: bool) -> bool:
         return self._evaluate("eval-sft", "train-sft", force)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (synth workers, sandboxed programs):
+    on a shared machine, wall time alone says little about what a stage costs."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 # -- the report ------------------------------------------------------------------------------------
@@ -492,7 +508,8 @@ def draw_score_chart(scores: dict, path: Path) -> Path | None:
     figure, axis = plt.subplots(figsize=(max(6.0, 0.9 * len(groups) + 2), 4.2))
     for index, label in enumerate(labels):
         positions = [g + (index - (len(labels) - 1) / 2) * width for g in range(len(groups))]
-        axis.bar(positions, [100 * values.get(label, 0.0) for _, values in groups], width, label=label)
+        bars = axis.bar(positions, [100 * values.get(label, 0.0) for _, values in groups], width, label=label)
+        axis.bar_label(bars, fmt="%.0f", fontsize=7)  # so a score of 0 is seen, not mistaken for a missing bar
     axis.set_xticks(range(len(groups)), [name for name, _ in groups], rotation=30, ha="right")
     axis.set_ylabel(f"Pass@1 (%), {scores['rule']} rule")
     axis.set_ylim(0, 100)
@@ -565,22 +582,22 @@ def render_report(layout: RunLayout, state: dict, scores: dict, training: dict, 
     lines.append("")
     if figures.get("loss"):
         lines += [f"![loss curves]({figures['loss'].relative_to(layout.root)})", ""]
-    lines += ["## Stages and artifacts", "", "| stage | folder | status | seconds (this pipeline) | stage wall time (manifest) |",
-              "|---|---|---|---:|---:|"]
+    lines += ["## Stages and artifacts", "",
+              "| stage | folder | status | wall seconds | CPU seconds | stage wall time (manifest) |",
+              "|---|---|---|---:|---:|---:|"]
     recorded = state.get("stages", {})
     for spec in STAGES:
         folder = layout.folder(spec.name)
         if folder is None:
-            lines.append(f"| {spec.name} | `{layout.cpt_init}` | given by [train.cpt] init | – | – |")
+            lines.append(f"| {spec.name} | `{layout.cpt_init}` | given by [train.cpt] init | – | – | – |")
             continue
         manifest = _read_json(folder / MANIFEST)
         status = "done" if manifest else ("interrupted" if folder.exists() else "not run")
         seconds = recorded.get(spec.name, {}).get("seconds")
+        cpu_seconds = recorded.get(spec.name, {}).get("cpu_seconds")
         wall = manifest.get("wall_time_s") if manifest else None
-        lines.append(
-            f"| {spec.name} | `{folder}` | {status} | {'' if seconds is None else f'{seconds:.1f}'} | "
-            f"{'' if wall is None else f'{wall:.1f}'} |"
-        )
+        cells = [f"{value:.1f}" if value is not None else "" for value in (seconds, cpu_seconds, wall)]
+        lines.append(f"| {spec.name} | `{folder}` | {status} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "What is where:",

@@ -146,3 +146,16 @@ def test_an_unreachable_endpoint_fails_with_a_clear_message(tmp_path, benchmark)
     config = config_for(endpoint, benchmark, model="tiny-or", max_retries=1)
     with pytest.raises(GenerationError, match="failed after 2 attempts"):
         run_eval(config, tmp_path / "e", show_progress=False)
+
+
+def test_the_response_cache_skips_a_torn_last_line(tmp_path):
+    from trex_cli.evaluate.generators import Completion, ResponseCache
+
+    cache = ResponseCache(tmp_path / "generations.jsonl")
+    cache.put("a", Completion(text="first", finish_reason="stop"))
+    cache.put("b", Completion(text="second"))
+    with open(tmp_path / "generations.jsonl", "a") as stream:
+        stream.write('{"key": "c", "text": "cut off by a cra')  # an interruption mid-write
+    reloaded = ResponseCache(tmp_path / "generations.jsonl")
+    assert len(reloaded) == 2 and reloaded.get("a").text == "first" and reloaded.get("a").cached
+    assert reloaded.get("c") is None

@@ -154,3 +154,18 @@ def test_an_eval_with_hostile_completions_finishes_and_explains_each(tmp_path):
     assert outcomes == {"h0": "timeout", "h1": "runtime error", "h2": "runtime error", "h3": "timeout",
                         "h4": "syntax error", "h5": "correct"}  # fmt: skip
     assert results["scores"]["hostile"]["rules"]["strict"]["correct"] == 1
+    report = (out / "report.md").read_text()
+    assert "- timeout: hostile item `h0` sample 0: time limit reached" in report
+    assert "- syntax error: hostile item `h4`" in report
+
+
+def test_regrade_reads_nested_fields_of_published_files(tmp_path):
+    published = write_jsonl(tmp_path / "nested.jsonl", [
+        {"result": {"objective": "105.0"}, "gold": {"answer": "100"}},
+        {"result": {"objective": "1e+06"}, "gold": {"answer": "1000000"}},
+    ])  # fmt: skip
+    result = CliRunner().invoke(app, ["eval", "regrade", str(published), "--rule", "orlm",
+                                      "--pred-field", "result.objective", "--answer-field", "gold.answer"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    # 105 is exactly 5 % from 100: the ORLM rule accepts it, the strict rule does not
+    assert "│ orlm *     │       2 │" in result.output and "│ strict     │       1 │" in result.output

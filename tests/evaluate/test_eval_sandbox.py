@@ -53,13 +53,13 @@ def processes_with(token: str) -> list[int]:
     return found
 
 
-def processes_of_user(uid: int) -> list[int]:
+def processes_of_users(uids: list[int]) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 for line in Path(f"/proc/{entry}/status").read_text().splitlines():
-                    if line.startswith("Uid:") and int(line.split()[1]) == uid:
+                    if line.startswith("Uid:") and int(line.split()[1]) in uids:
                         found.append(int(entry))
             except OSError:
                 pass
@@ -72,7 +72,7 @@ def assert_harness_still_works(sandbox: Sandbox) -> None:
 
 
 def drops_privileges(sandbox: Sandbox) -> bool:
-    return "nobody" in sandbox.isolation
+    return bool(sandbox.program_uids)
 
 
 def test_a_correct_program_reads_its_objective_from_the_model_object(sandbox):
@@ -119,9 +119,9 @@ def test_fork_bomb_is_contained(sandbox):
     """)
     assert record["outcome"] == "timeout"  # forks fail at the process limit; the group dies at the time limit
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and processes_of_user(65534):
+    while time.monotonic() < deadline and processes_of_users(sandbox.program_uids):
         time.sleep(0.2)
-    assert not processes_of_user(65534)
+    assert not processes_of_users(sandbox.program_uids)
     assert_harness_still_works(sandbox)
 
 
@@ -234,12 +234,19 @@ def test_a_huge_file_in_the_work_folder_hits_the_file_size_limit(sandbox):
     assert record["outcome"] == "runtime error" and record["limit"] == "file size"
 
 
-def test_killing_every_reachable_process_leaves_the_harness_running(sandbox):
+def test_killing_every_reachable_process_spares_the_programs_beside_it(sandbox):
     if "bubblewrap" not in sandbox.isolation or not drops_privileges(sandbox):
         pytest.skip("kill(-1) is only safe to try inside the sandbox's own PID namespace")
+    neighbour: dict = {}
+    slow_but_right = simple_program("model.x + 2 * model.y", integer=True, extra="import time\ntime.sleep(1.5)")
+    beside = threading.Thread(target=lambda: neighbour.update(run_and_grade(sandbox, slow_but_right)))
+    beside.start()
+    time.sleep(0.5)
     record = run_and_grade(sandbox, "import os, signal\nos.kill(-1, signal.SIGKILL)\nprint('Objective: 7')\n")
+    beside.join(timeout=30)
     # kill(-1) spares the caller: it goes on to print a number no solver produced
     assert record["outcome"] == "no objective" and not record["verdicts"]["strict"]
+    assert neighbour["outcome"] == "correct"  # a user of its own: out of reach of the other program
     assert_harness_still_works(sandbox)
 
 

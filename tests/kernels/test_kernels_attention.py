@@ -25,6 +25,7 @@ CASES = {
     "hca": (1, 150, 2, 32, 32, "hca", False),
     "csa-packed-documents": (2, 80, 2, 32, 20, "csa", True),
     "hca-window-longer-than-sequence": (2, 40, 2, 16, 64, "hca", False),
+    "hca-no-complete-window-yet": (2, 12, 2, 16, 8, "hca", False),
 }
 
 

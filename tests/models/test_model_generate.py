@@ -8,7 +8,7 @@ import torch
 
 import ascend_kernels
 from trex_cli.models.deepseek_v4.config import get_flavor
-from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM, _sample
+from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM, _grow, _sample
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -25,15 +25,34 @@ def model():
 
 
 def test_greedy_batched_equals_one_by_one(model):
-    prompts = [[5, 9, 200, 17] * 5, [3, 3, 8]]
-    batched = model.generate(prompts, max_new_tokens=6, temperature=0.0)
+    """The cached decoding path against full forward passes, one prompt at a time. The lengths take
+    the short prompt past window 16, past an HCA entry (16 tokens) and past the indexer's top-4."""
+    prompts = [[5, 9, 200, 17, 44] * 6, [3, 3, 8]]
+    new_tokens = 20
+    batched = model.generate(prompts, max_new_tokens=new_tokens, temperature=0.0)
     for prompt, continuation in zip(prompts, batched, strict=True):
         ids = list(prompt)
-        for _ in range(6):
+        for _ in range(new_tokens):
             with torch.no_grad():
                 out = model(torch.tensor([ids]), compute_loss=False, return_logits=True)
             ids.append(int(out.logits[0, -1].argmax()))
         assert continuation == ids[len(prompt):]
+
+
+def test_decode_step_matches_the_full_forward(model):
+    prompt = torch.randint(0, 512, (1, 37), generator=torch.Generator().manual_seed(3))
+    full, _, _ = model.hidden_states(prompt)
+    # prefill the first 30 tokens, then decode 7 one by one
+    ctx = model._context(prompt[:, :30], torch.arange(30).unsqueeze(0), training_losses=False)
+    ctx.capture = {}
+    with torch.no_grad():
+        model.hidden_states(prompt[:, :30], torch.arange(30).unsqueeze(0), ctx)
+        cache = {module: _grow(state, 40) for module, state in ctx.capture.items()}
+        pool_positions = torch.arange(40).unsqueeze(0)
+        pool_ctx = model._context(torch.zeros_like(pool_positions), pool_positions, training_losses=False)
+        for position in range(30, 37):
+            hidden = model._decode_step(prompt[:, position : position + 1], torch.tensor([[position]]), cache, pool_ctx)
+            assert (hidden - full[:, position]).abs().max() < 1e-4
 
 
 def test_eos_stops_a_row(model):

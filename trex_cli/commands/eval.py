@@ -136,7 +136,7 @@ def _print_summary(results: dict, folder: Path) -> None:
 def regrade(
     file: Annotated[Path, typer.Argument(help="Recorded predictions: a trex samples.jsonl, or any JSON / JSONL file.")],
     rule: Annotated[str, typer.Option(help="Rule to report first (every rule is computed).")] = "strict",
-    pred_field: Annotated[str | None, typer.Option(help="Field with the predicted objective (a number or 'No Best Solution').")] = None,
+    pred_field: Annotated[str | None, typer.Option(help="Field with the predicted objective (a number or 'No Best Solution'); a.b for nested.")] = None,
     answer_field: Annotated[str | None, typer.Option(help="Field with the reference answer.")] = None,
     output: Annotated[Path | None, typer.Option(help="Write the regraded records here (JSONL).")] = None,
 ) -> None:
@@ -164,18 +164,18 @@ def regrade(
     graded = []
     for line, record in records:
         where = f"{file}:{line}"
-        raw_answer = record.get("answer") if own_format else record.get(answer_field)
-        if not own_format and answer_field not in record:
-            raise ValueError(f"{where}: no field {answer_field!r} (--answer-field); fields: {', '.join(record)}")
-        if not own_format and pred_field not in record:
-            raise ValueError(f"{where}: no field {pred_field!r} (--pred-field); fields: {', '.join(record)}")
+        if own_format:
+            raw_answer, raw_prediction = record.get("answer"), None
+        else:
+            raw_answer = _field_value(record, answer_field, where, "--answer-field")
+            raw_prediction = _field_value(record, pred_field, where, "--pred-field")
         try:
             truth = parse_answer(raw_answer)
         except ValueError as error:
             raise ValueError(f"{where}: {error}") from None
         if truth is None:
             raise ValueError(f"{where}: no reference answer")
-        prediction = prediction_from_record(record) if own_format else Prediction.from_value(record[pred_field])
+        prediction = prediction_from_record(record) if own_format else Prediction.from_value(raw_prediction)
         result = verdicts(prediction, truth)
         if own_format and not record.get("program"):
             result = {name: False for name in result}
@@ -194,6 +194,16 @@ def regrade(
 
         write_text_atomic(output, "".join(json.dumps(r) + "\n" for r in graded))
         out.print(f"regraded records: {output}")
+
+
+def _field_value(record: dict, dotted: str, where: str, flag: str):
+    """`record[a][b]` for "a.b" (published files nest their fields), with an error naming the flag."""
+    value = record
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise ValueError(f"{where}: no field {dotted!r} ({flag}); fields: {', '.join(record)}")
+        value = value[part]
+    return value
 
 
 @app.command("compare")

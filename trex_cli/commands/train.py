@@ -129,7 +129,12 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
         from trex_cli.plan.mindspeed import run_mindspeed
 
         result = run_mindspeed(stage, recipe, Path(run_dir) if run_dir else recipe.run_dir, dry_run)
-        out.print(result)
+        mode = "wrote (dry run)" if result.get("dry_run") else "ran"
+        out.print(f"train {stage} (mindspeed): {mode} {len(result.get('steps', []))} steps in {result.get('folder')}")
+        for script in result.get("scripts", []):
+            out.print(f"  {script}", highlight=False)
+        for missing in result.get("missing", []):
+            err.print(f"[yellow]missing:[/yellow] {missing}", highlight=False)
         return
     if nproc < 1:
         raise ValueError(f"--nproc {nproc}: must be 1 or more")
@@ -212,6 +217,5 @@ def sft(
     dry_run: DryRunOption = False,
     force: ForceOption = False,
 ) -> None:
-    """Supervised fine-tuning on a `trex data sft` folder (loss on assistant tokens only); starts from
-    the CPT export of the same run when there is one."""
+    """Supervised fine-tuning on a `trex data sft` folder (loss on assistant tokens only), from the run's CPT export when there is one."""
     _train("sft", recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force)

@@ -371,7 +371,7 @@ class HFGenerator(Generator):
         self._tokenizer = None
 
     def identity(self) -> dict:
-        weights = sorted(p.name + ":" + str(p.stat().st_size) for p in self.checkpoint.glob("*.safetensors"))
+        weights = sorted(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in self.checkpoint.glob("*.safetensors"))
         return {
             "backend": self.name,
             "checkpoint": str(self.checkpoint.resolve()),

@@ -60,7 +60,8 @@ def score_records(records: list[dict]) -> dict:
                 "pass@1_stderr": error,
             }
             if samples_per_item > 1:
-                for k in sorted({2, samples_per_item} if samples_per_item >= 2 else set()):
+                powers_of_two = {2**i for i in range(1, samples_per_item.bit_length()) if 2**i <= samples_per_item}
+                for k in sorted(powers_of_two | {samples_per_item}):
                     values = [pass_at_k(n, c, k) for n, c in counts]
                     entry[f"pass@{k}"], entry[f"pass@{k}_stderr"] = mean_and_standard_error(values)
             rules[rule] = entry
@@ -85,8 +86,8 @@ def git_hash(folder: Path | None = None) -> str | None:
     return result.stdout.strip() or None
 
 
-def render_markdown(results: dict) -> str:
-    """report.md: settings, one table per rule, outcome counts."""
+def render_markdown(results: dict, records: list[dict] | None = None, examples_per_outcome: int = 3) -> str:
+    """report.md: settings, one table per rule, outcome counts, and a few explained failures."""
     headline = results.get("headline_rule", "strict")
     lines = [f"# trex eval: {results.get('name', '')}", ""]
     config = results.get("config", {})
@@ -131,6 +132,14 @@ def render_markdown(results: dict) -> str:
     for benchmark, score in scores.items():
         lines.append(f"| {benchmark} | " + " | ".join(str(score["outcomes"][o]) for o in OUTCOMES) + " |")
     lines.append("")
+    if records:
+        lines += ["## Examples of each failure (from samples.jsonl)", ""]
+        for outcome in OUTCOMES[1:]:
+            chosen = [r for r in records if r["outcome"] == outcome][:examples_per_outcome]
+            for record in chosen:
+                reason = str(record.get("reason", "")).replace("|", "\\|").replace("\n", " ")[:160]
+                lines.append(f"- {outcome}: {record['benchmark']} item `{record['item_id']}` sample {record['sample']}: {reason}")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -224,6 +224,12 @@ def run_eval(
         "completions_sha256": sha256_file(Path(config.completions)) if config.backend == "file" else None,
     }
     inputs = [Path(synth_dir)] if synth_dir is not None and (Path(synth_dir) / "manifest.json").is_file() else []
+    if config.backend == "hf":
+        # A retrained export in the same place must not look "already done": follow the train stage's
+        # manifest (the export lives in train/<stage>/hf) and the weights' sizes and times.
+        checkpoint = Path(config.checkpoint)
+        inputs += [folder for folder in (checkpoint, checkpoint.parent) if (folder / "manifest.json").is_file()][:1]
+        stage_config["weights"] = generator.identity()["weights"]
     stage = StageFolder(out_dir, "eval", stage_config, inputs=inputs, force=force)
     state = stage.prepare()
     if state is StageState.DONE:
@@ -302,7 +308,7 @@ def run_eval(
         "wall_time_s": round(time.time() - started, 2),
     }
     write_json_atomic(out_dir / "results.json", results)
-    write_text_atomic(out_dir / "report.md", render_markdown(results))
+    write_text_atomic(out_dir / "report.md", render_markdown(results, records))
     draw_chart(results, out_dir / "pass_at_1.png")
     counts = {"samples": len(records), **{b: s["rules"][headline_rule]["correct"] for b, s in results["scores"].items()}}
     stage.finish(counts=counts, extra={"headline_rule": headline_rule})

@@ -8,9 +8,9 @@ output, stray writes, leftover processes, network calls) and keeps the harness g
 root filesystem, a private /tmp whose only content is the job folders, no network, its own PID, IPC
 and UTS namespaces, and dies with its parent; /root is hidden (the Python installation is bound back
 when it lives there). Without bubblewrap trex falls back to process limits alone and says so once.
-When trex runs as root, each program drops to the `nobody` user (when the Python installation is
-readable by it), so it cannot signal the server, read other processes' environments or outgrow its
-process limit. Every program then gets the limits described in `sandbox_server.py`.
+When trex runs as root, each program drops to an unprivileged user id of its own worker slot (when
+the Python installation is readable by others), so it cannot signal the server or the programs beside
+it, read other processes' environments, or outgrow its process limit. Every program then gets the limits described in `sandbox_server.py`.
 
 Usage: `with Sandbox(settings) as sandbox: result = sandbox.run(program, data_files)`; `run` is
 thread-safe, and `run_many` runs a list of programs `workers` at a time.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import stat
 import subprocess
@@ -38,7 +39,9 @@ SERVER_SCRIPT = Path(__file__).with_name("sandbox_server.py")
 # What every program finds imported already (SciPy is left out: it doubles what each fork copies).
 PRELOAD = ("numpy", "pyomo.environ", "highspy", "pulp", "gurobipy")
 MOUNT_POINT = "/tmp/trex-sandbox"
-NOBODY = 65534
+# Programs run as unprivileged users, one user id per worker slot, so that a program can signal
+# neither the server nor the programs running beside it, and the process limit counts its own only.
+SANDBOX_UID_BASE = 62000
 SIGNAL_NAMES = {9: "SIGKILL", 24: "SIGXCPU", 25: "SIGXFSZ", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM"}
 # One BLAS / OpenMP thread: memory limits break multithreaded BLAS, and workers already fill the cores.
 CHILD_ENVIRONMENT = {
@@ -64,7 +67,7 @@ class SandboxSettings:
     memory_mb: int = 4096  # address space on top of the pre-imported stack
     output_limit_kb: int = 256  # stdout / stderr kept in the result
     file_size_mb: int = 64  # largest file (stdout included) a program may write
-    max_processes: int = 64  # processes of the sandbox user (enforced when programs drop to nobody)
+    max_processes: int = 64  # processes per program (enforced when programs run as their own user)
     workers: int = 0  # programs at once (0 = CPU cores)
     isolation: str = "auto"  # auto | bwrap | process
 
@@ -135,6 +138,8 @@ class Sandbox:
         self.workers = self.settings.workers or os.cpu_count() or 1
         self._lock = threading.Lock()
         self._restart_lock = threading.Lock()
+        self._free_uids: queue.Queue | None = None
+        self.program_uids: list[int] = []
         self._pending: dict[str, dict] = {}
         self._process: subprocess.Popen | None = None
         self._reader: threading.Thread | None = None
@@ -151,7 +156,7 @@ class Sandbox:
         self.close()
 
     def _choose_isolation(self) -> tuple[str | None, bool]:
-        """(bwrap binary or None, drop to nobody)."""
+        """(bwrap binary or None, whether programs drop to unprivileged users)."""
         global _fallback_reported
         mode = self.settings.isolation
         if mode not in ("auto", "bwrap", "process"):
@@ -177,7 +182,7 @@ class Sandbox:
             )
         if running_as_root and not drop and not _fallback_reported:
             _fallback_reported = True
-            warn("generated programs run as root: the Python installation is not readable by 'nobody'")
+            warn("generated programs run as root: the Python installation is not readable by other users")
         return bwrap, drop
 
     def start(self) -> None:
@@ -189,8 +194,7 @@ class Sandbox:
             "root": root_seen_by_server,
             "preload": list(PRELOAD),
             "child_environment": CHILD_ENVIRONMENT,
-            "drop_to_uid": NOBODY if drop else None,
-            "drop_to_gid": NOBODY if drop else None,
+            "drop_privileges": drop,
         }
         environment = dict(CHILD_ENVIRONMENT, HOME="/tmp", TMPDIR="/tmp" if bwrap else str(self._host_root))
         command = [self.python, "-I", "-u", str(SERVER_SCRIPT), json.dumps(server_settings)]
@@ -227,8 +231,13 @@ class Sandbox:
         else:
             self.isolation = "process limits only (no bubblewrap)"
         if drop:
-            self.isolation += "; programs run as nobody"
+            self.isolation += "; each program runs as an unprivileged user of its own"
         self._drop = drop
+        self.program_uids = [SANDBOX_UID_BASE + slot for slot in range(self.workers)] if drop else []
+        if self._free_uids is None:
+            self._free_uids = queue.Queue()
+            for uid in self.program_uids:
+                self._free_uids.put(uid)
         server_log = tempfile.TemporaryFile()  # the server's own complaints, shown if it fails to start
         self._process = subprocess.Popen(
             command,
@@ -320,6 +329,15 @@ class Sandbox:
     def _run_once(self, program: str, data_files: dict[str, str]) -> ExecutionResult:
         if not self._alive():
             self._restart_if_dead()
+        if not self._drop:
+            return self._run_as(program, data_files, None)
+        uid = self._free_uids.get()  # also caps the programs at once to `workers`
+        try:
+            return self._run_as(program, data_files, uid)
+        finally:
+            self._free_uids.put(uid)
+
+    def _run_as(self, program: str, data_files: dict[str, str], uid: int | None) -> ExecutionResult:
         job = uuid.uuid4().hex
         job_dir = self._host_root / job
         work, meta = job_dir / "work", job_dir / "meta"
@@ -328,10 +346,10 @@ class Sandbox:
         (work / "program.py").write_text(program, encoding="utf-8")
         for name, source in data_files.items():
             shutil.copyfile(source, work / name)
-        if self._drop:
-            # The program runs as nobody: it may write its own folder, nothing of the harness.
+        if uid is not None:
+            # The program runs as its slot's user: it may write its own folder, nothing of the harness.
             for path in [work, *work.iterdir()]:
-                os.chown(path, NOBODY, NOBODY)
+                os.chown(path, uid, uid)
             os.chmod(job_dir, 0o755)
         settings = self.settings
         request = {
@@ -342,6 +360,7 @@ class Sandbox:
             "memory_mb": settings.memory_mb,
             "file_size_mb": settings.file_size_mb,
             "max_processes": settings.max_processes,
+            "uid": uid,
         }
         waiter = {"event": threading.Event(), "process": self._process}
         with self._lock:

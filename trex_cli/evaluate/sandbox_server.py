@@ -3,17 +3,19 @@ the solver stack once and forks one child per generated program.
 
 It is started by `trex_cli.evaluate.sandbox.Sandbox`, inside bubblewrap where available, with a
 scrubbed environment. Protocol: one JSON request per line on stdin ({"job", "timeout", "cpu_limit",
-"memory_mb", "file_size_mb", "max_processes"}), one JSON reply per finished job on stdout. A job is a
-folder `<root>/<job>/` holding `work/` (the program's working folder: program.py and its data files)
-and `meta/` (stdout.txt, stderr.txt and events.jsonl, written through descriptors the server opens
-before the child drops its privileges, so the program cannot forge or remove them by path).
+"memory_mb", "file_size_mb", "max_processes", "uid"}), one JSON reply per finished job on stdout. A
+job is a folder `<root>/<job>/` holding `work/` (the program's working folder: program.py and its
+data files) and `meta/` (stdout.txt, stderr.txt and events.jsonl, opened by the server before the
+child drops its privileges, so the program cannot remove or replace them by path; a program that
+writes through the inherited descriptor can still add lines: this contains accidents, not attacks).
 
 Each child: a new session and process group, stdin from /dev/null, rlimits (CPU time, address space
 budgeted on top of what the fork already maps, file size, no core files, number of processes), one
-BLAS thread, an environment holding only what the program needs, an unprivileged user when the server
-runs as root, and hooks that record every solve (status, objective, MIP gap) of Pyomo, highspy, PuLP,
-gurobipy and SciPy to events.jsonl. The server kills a child's process group at the time limit and
-after it exits, and, being a child subreaper, kills any orphaned descendant that escaped the group.
+BLAS and one HiGHS thread, an environment holding only what the program needs, an unprivileged user
+id when the server runs as root (one per worker slot, chosen by the harness), and hooks that record
+every solve (status, objective, MIP gap) of Pyomo, highspy, PuLP, gurobipy and SciPy to
+events.jsonl. The server kills a child's process group at the time limit and after it exits, and,
+being a child subreaper, kills any orphaned descendant that escaped the group.
 """
 
 import ctypes
@@ -369,12 +371,13 @@ def run_child(root, job, request, settings):
         file_size = int(request["file_size_mb"]) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if settings.get("drop_to_uid") is not None:
+        if settings.get("drop_privileges") and request.get("uid") is not None:
+            # RLIMIT_NPROC counts the processes of the user: with a user per program, its own only.
             processes = int(request["max_processes"])
             resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
             os.setgroups([])
-            os.setgid(settings["drop_to_gid"])
-            os.setuid(settings["drop_to_uid"])
+            os.setgid(int(request["uid"]))
+            os.setuid(int(request["uid"]))
 
         os.environ.clear()
         os.environ.update(settings["child_environment"])

@@ -25,8 +25,14 @@ import functools
 
 import torch
 from torch import nn
-from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
-from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+from torch.distributed.fsdp import (
+    CPUOffloadPolicy,
+    FSDPModule,
+    MixedPrecisionPolicy,
+    OffloadPolicy,
+    fully_shard,
+)
+from torch.distributed.tensor import Shard, distribute_tensor
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 from torch.nn.utils import stateless
 from torch.utils.checkpoint import checkpoint
@@ -35,7 +41,6 @@ from trex_cli.console import warn
 from trex_cli.train.config import ParallelSection
 from trex_cli.train.distributed import Distributed
 from trex_cli.train.expert_parallel import apply_expert_parallel, blocks_of
-
 
 # ---- 1. tensor parallel ---------------------------------------------------------------------------
 
@@ -235,7 +240,3 @@ def parallelize(model: nn.Module, distributed: Distributed, parallel: ParallelSe
     apply_activation_checkpointing(model, parallel.activation_checkpoint, parallel.selective_every)
     apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=layout.ep > 1)
     return model
-
-
-def is_sharded(parameter: torch.Tensor) -> bool:
-    return isinstance(parameter, DTensor)

@@ -12,8 +12,8 @@ embeddings of the next tokens (computed on the first stage, consumed by the MTP 
 so the embedding is never duplicated and its gradient flows back through the pipeline). Token ids,
 positions and loss masks are not sent: every stage reads the same micro-batches from the data loader.
 
-Losses: the last stage returns each micro-batch's LM + MTP loss, scaled by its share of the global
-batch. The sequence balance and indexer KL losses arise in every stage's blocks; each stage attaches
+Losses: the last stage returns each micro-batch's LM + MTP loss, each scaled by the micro-batch's
+share of the global batch's targets. The sequence balance and indexer KL losses arise in every stage's blocks; each stage attaches
 its share to its output through `AttachAuxiliaryLoss`, whose backward also back-propagates it.
 """
 
@@ -140,7 +140,7 @@ class StageRunner:
 
         model = self.model
         batch = self.queue.popleft()
-        lm_share, mean_share = self.shares.popleft()
+        lm_share, mtp_share, mean_share = self.shares.popleft()
         config = model.config
         ctx = model._context(batch.input_ids, batch.position_ids, training_losses=True)
         if self.is_first:
@@ -164,8 +164,8 @@ class StageRunner:
         if len(model.mtp):
             mtp_hidden = model.mtp[0](streams, next_embeddings, ctx)
             mtp_loss, _ = model._shifted_loss(mtp_hidden, batch.input_ids, batch.loss_mask, documents, shift=2)
-            self.statistics.mtp += float(mtp_loss.detach()) * mean_share
-            loss = loss + self.train.mtp_loss_weight * mtp_loss * mean_share
+            self.statistics.mtp += float(mtp_loss.detach()) * mtp_share
+            loss = loss + self.train.mtp_loss_weight * mtp_loss * mtp_share
         return loss + self._auxiliary(ctx, *batch.input_ids.shape, mean_share)
 
 

@@ -3,10 +3,11 @@
 Every rank runs `run_training`. One optimizer step:
 1. the global batch for this step (a pure function of the step: see data.py) is cut into this
    data-parallel rank's micro-batches;
-2. each micro-batch's losses are scaled by its share of the global batch (LM loss by its share of the
-   global target tokens, the mean losses (MTP, sequence balance, indexer KL) by 1 / number of
-   micro-batches over all ranks) and back-propagated; FSDP sums the gradients over ranks, so any
-   layout computes the same gradient as one process walking the whole batch;
+2. each micro-batch's losses are scaled by its share of the global batch (the LM and MTP losses by
+   its share of the global batch's targets, so they are token-weighted exactly as one big batch; the
+   per-sequence balance loss and the indexer KL by 1 / number of micro-batches over all ranks) and
+   back-propagated; FSDP sums the gradients over ranks, so any layout computes the same gradient as
+   one process walking the whole batch;
 3. the global gradient norm is checked (NaN/Inf: skip the step and count it; too many in a row:
    stop), gradients are clipped, AdamW steps on the fp32 master weights, the LR schedule advances and
    the routing bias of every learned gate moves by the aux-loss-free rule on the global expert load.
@@ -54,14 +55,18 @@ class StepResult:
     target_tokens: int
 
 
-def target_count(batch: MicroBatch) -> int:
-    """Targets the model's LM loss averages over: masked-in tokens predicted from a position of the same
-    document (the same rule as the model's loss; a document's first token has no predictor there)."""
+def target_count(batch: MicroBatch, shift: int = 1) -> int:
+    """Targets the model's LM (shift 1) or MTP (shift 2) loss averages over: masked-in tokens predicted
+    from `shift` positions earlier in the same document (the model's own rule)."""
     from trex_cli.models.deepseek_v4 import kernels
 
     documents = kernels.document_ids(batch.position_ids)
-    keep = (batch.loss_mask[:, 1:] > 0) & (documents[:, 1:] == documents[:, :-1])
+    keep = (batch.loss_mask[:, shift:] > 0) & (documents[:, shift:] == documents[:, :-shift])
     return int(keep.sum())
+
+
+def _share(part: int, whole: float) -> float:
+    return part / whole if whole > 0 else 0.0
 
 
 def build_model(config, init_path: Path | None, seed: int) -> torch.nn.Module:
@@ -129,7 +134,7 @@ class Engine:
             dist.all_reduce(tensor)
         return (tensor / (replicas or self.replicas_of_data)).cpu().tolist()
 
-    def _forward_backward(self, micro_batches: list[MicroBatch], global_targets: float):
+    def _forward_backward(self, micro_batches: list[MicroBatch], global_targets: tuple[float, float]):
         """Plain (no pipeline) accumulation over this rank's micro-batches."""
         train, device = self.train, self.distributed.device
         mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
@@ -137,7 +142,8 @@ class Engine:
         seen = set()
         expert_load = None
         for batch in micro_batches:
-            count = target_count(batch)
+            lm_share = _share(target_count(batch, 1), global_targets[0])
+            mtp_share = _share(target_count(batch, 2), global_targets[1])
             batch = batch.to(device)
             output = self.model(
                 batch.input_ids,
@@ -147,25 +153,24 @@ class Engine:
                 balance_loss_weight=train.balance_loss_weight,
                 indexer_kl_weight=train.indexer_kl_weight,
             )
-            lm_share = count / global_targets if global_targets > 0 else 0.0
             loss = output.lm_loss * lm_share
             sums["lm"] += float(output.lm_loss.detach()) * lm_share
-            for key, value, weight in (
-                ("mtp", output.mtp_loss, train.mtp_loss_weight),
-                ("balance", output.balance_loss, train.balance_loss_weight),
-                ("kl", output.indexer_kl_loss, train.indexer_kl_weight),
+            for key, value, weight, share in (
+                ("mtp", output.mtp_loss, train.mtp_loss_weight, mtp_share),
+                ("balance", output.balance_loss, train.balance_loss_weight, mean_share),
+                ("kl", output.indexer_kl_loss, train.indexer_kl_weight, mean_share),
             ):
                 if value is not None:
                     seen.add(key)
-                    sums[key] += float(value.detach()) * mean_share
-                    loss = loss + weight * value * mean_share
+                    sums[key] += float(value.detach()) * share
+                    loss = loss + weight * value * share
             loss.backward()
             if output.expert_load is not None and output.expert_load.numel():
                 load = output.expert_load.detach().float()
                 expert_load = load if expert_load is None else expert_load + load
         return sums, seen, expert_load, self.replicas_of_data
 
-    def _pipeline_forward_backward(self, micro_batches: list[MicroBatch], global_targets: float):
+    def _pipeline_forward_backward(self, micro_batches: list[MicroBatch], global_targets: tuple[float, float]):
         """The pipeline schedule over the micro-batches (every stage reads the same ones)."""
         from trex_cli.train.pipeline import StageStatistics
 
@@ -173,9 +178,10 @@ class Engine:
         mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
         runner.statistics = StageStatistics()
         for batch in micro_batches:
-            count = target_count(batch)
             runner.queue.append(batch.to(device))
-            runner.shares.append((count / global_targets if global_targets > 0 else 0.0, mean_share))
+            runner.shares.append(
+                (_share(target_count(batch, 1), global_targets[0]), _share(target_count(batch, 2), global_targets[1]), mean_share)
+            )
         if runner.is_first:
             self.pipeline_schedule.step(torch.cat([b.input_ids for b in micro_batches]).to(device))
         elif runner.is_last:
@@ -193,8 +199,9 @@ class Engine:
 
     def step(self, micro_batches: list[MicroBatch]) -> StepResult:
         train = self.train
-        device = self.distributed.device
-        (global_targets,) = self._world_sum([float(sum(target_count(b) for b in micro_batches))])
+        global_targets = tuple(
+            self._world_sum([float(sum(target_count(b, shift) for b in micro_batches)) for shift in (1, 2)])
+        )
         run = self._pipeline_forward_backward if self.pipeline is not None else self._forward_backward
         sums, seen, expert_load, replicas = run(micro_batches, global_targets)
         totals = dict(zip(sums, self._world_sum(list(sums.values()), replicas), strict=True))
@@ -230,7 +237,7 @@ class Engine:
             indexer_kl_loss=totals["kl"] if "kl" in seen else None,
             grad_norm=grad_norm,
             skipped=not finite,
-            target_tokens=int(global_targets),
+            target_tokens=int(global_targets[0]),
         )
 
     def _update_expert_bias(self, expert_load: torch.Tensor | None, replicas: int) -> None:
@@ -316,6 +323,10 @@ def run_training(
     """Train one stage on this rank; returns the summary (rank 0 also writes the stage's files)."""
     from trex_cli.models.deepseek_v4.config import DeepseekV4Config
 
+    import warnings
+
+    # FSDP2 warns once per unit whose output is a view (the MTP block's); nothing edits it in place.
+    warnings.filterwarnings("ignore", message=".*returned a view tensor.*", category=UserWarning)
     train, schedule = job.train, job.schedule
     config = DeepseekV4Config(**job.model_config)
     data = TrainData(job.data_folder)

@@ -60,6 +60,7 @@ class _Context:
     training_losses: bool
     indexer_kl: list  # filled by CSA layers
     router_stats: list  # filled by MoE layers: (scores or None, topk_ids)
+    capture: dict | None = None  # generate()'s prefill: module -> the per-token state decoding reuses
 
 
 class Compressor(nn.Module):
@@ -81,13 +82,27 @@ class Compressor(nn.Module):
         self.norm = RMSNorm(dim, config.rms_norm_eps)
 
     def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
-        batch, seq_len, _ = x.shape
+        kv, gate = self.wkv(x), self.wgate(x)
+        if ctx.capture is not None:
+            ctx.capture[self] = (kv, gate)
+        return self.pool(kv, gate, ctx)
+
+    def decode(self, x: torch.Tensor, cache: dict, pool_ctx: _Context, rows, positions) -> torch.Tensor:
+        """Entries after writing the projections of one new token per row into the cache."""
+        kv_cache, gate_cache = cache[self]
+        kv_cache[rows, positions] = self.wkv(x)[:, 0]
+        gate_cache[rows, positions] = self.wgate(x)[:, 0]
+        return self.pool(kv_cache, gate_cache, pool_ctx)
+
+    def pool(self, kv: torch.Tensor, gate: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        """[B, T, dim] entries of every complete window from per-token projections [B, S, width]."""
+        batch, seq_len, _ = kv.shape
         windows = seq_len // self.ratio
         if windows == 0:
-            return x.new_zeros(batch, 0, self.dim)
+            return kv.new_zeros(batch, 0, self.dim)
         used = windows * self.ratio
-        kv = self.wkv(x[:, :used]).view(batch, windows, self.ratio, -1)
-        gate = self.wgate(x[:, :used]).view(batch, windows, self.ratio, -1).float() + self.ape.float()
+        kv = kv[:, :used].view(batch, windows, self.ratio, -1)
+        gate = gate[:, :used].view(batch, windows, self.ratio, -1).float() + self.ape.float()
         window_docs = ctx.docs[:, :used].view(batch, windows, self.ratio)
         entry_doc = window_docs[..., -1:]  # an entry belongs to the document its window ends in
         other_doc = window_docs != entry_doc  # [B, W, ratio]
@@ -134,11 +149,11 @@ class Indexer(nn.Module):
         self.weights_proj = nn.Linear(config.hidden_size, self.heads, bias=False)
         self.compressor = Compressor(config, self.head_dim, self.ratio, overlap=True)
 
-    def forward(self, x, q_residual, ctx: _Context, visible: torch.Tensor) -> torch.Tensor:
+    def forward(self, x, q_residual, ctx: _Context, visible: torch.Tensor, keys: torch.Tensor | None = None) -> torch.Tensor:
         """[B, S, T] float32 scores, -inf where the entry is not visible."""
         batch, seq_len, _ = x.shape
         cos, sin = ctx.rope["compress"]
-        keys = self.compressor(x, ctx)
+        keys = self.compressor(x, ctx) if keys is None else keys
         query = self.wq_b(q_residual).view(batch, seq_len, self.heads, self.head_dim)
         query = kernels.apply_rope(query, cos, sin)
         weights = self.weights_proj(x).float() * self.heads**-0.5
@@ -179,6 +194,8 @@ class Attention(nn.Module):
         query = self.wq_b(q_residual).view(batch, seq_len, self.heads, self.head_dim)
         query = kernels.apply_rope(kernels.rms_norm(query, None, self.config.rms_norm_eps), cos, sin)
         kv = kernels.apply_rope(self.kv_norm(self.wkv(x)), cos, sin)
+        if ctx.capture is not None:
+            ctx.capture[self] = kv
         scale = self.head_dim**-0.5
         compressed_kv = indices = None
         if self.compressor is not None:
@@ -193,7 +210,10 @@ class Attention(nn.Module):
                 if ctx.training_losses:
                     ctx.indexer_kl.append(self._indexer_kl(query, compressed_kv, scores, indices, scale))
             else:
-                # HCA: every visible entry, listed explicitly so document limits hold
+                if self.indexer is not None and ctx.capture is not None:
+                    self.indexer.compressor(x, ctx)  # no entry yet; decoding still needs its projections
+                # HCA (or CSA before its first entry): every visible entry, listed explicitly so
+                # document limits hold
                 entry = torch.arange(num_entries, device=x.device).expand_as(visible)
                 indices = torch.where(visible, entry, torch.full_like(entry, -1))
         output = kernels.sparse_attention(
@@ -201,6 +221,10 @@ class Attention(nn.Module):
             compressed_kv=compressed_kv, compressed_indices=indices, compress_ratio=self.ratio or None,
             position_ids=ctx.position_ids,
         )
+        return self._project_out(output, cos, sin)
+
+    def _project_out(self, output: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        batch, seq_len = output.shape[:2]
         # values carried the keys' rotation: undo it at the query position before mixing heads
         output = kernels.apply_rope(output, cos, sin, inverse=True)
         groups = self.config.o_groups
@@ -208,6 +232,40 @@ class Attention(nn.Module):
         weight = self.wo_a.weight.view(groups, self.config.o_lora_rank, -1)
         low_rank = torch.einsum("bsgi,goi->bsgo", grouped, weight).flatten(2)
         return self.wo_b(low_rank)
+
+    def decode(self, x: torch.Tensor, ctx: _Context, cache: dict, pool_ctx: _Context) -> torch.Tensor:
+        """One new token per row (x [B, 1, hidden] at ctx.position_ids [B, 1]) against the cached
+        keys and compressed entries: the same attention as forward() gives that position."""
+        batch = x.shape[0]
+        rows = torch.arange(batch, device=x.device)
+        positions = ctx.position_ids[:, 0]
+        cos, sin = ctx.rope["main" if self.layer_type == SLIDING else "compress"]
+        q_residual = self.q_norm(self.wq_a(x))
+        query = self.wq_b(q_residual).view(batch, 1, self.heads, self.head_dim)
+        query = kernels.apply_rope(kernels.rms_norm(query, None, self.config.rms_norm_eps), cos, sin)
+        keys = cache[self]
+        keys[rows, positions] = kernels.apply_rope(self.kv_norm(self.wkv(x)), cos, sin)[:, 0]
+        key_index = torch.arange(keys.shape[1], device=x.device).view(1, -1)
+        visible = (key_index <= positions.view(-1, 1)) & (key_index > positions.view(-1, 1) - self.config.sliding_window)
+        values = keys
+        if self.compressor is not None:
+            entries = self.compressor.decode(x, cache, pool_ctx, rows, positions)
+            last_token = (torch.arange(entries.shape[1], device=x.device) + 1) * self.ratio - 1
+            entry_visible = last_token.view(1, -1) <= positions.view(-1, 1)  # [B, T]
+            if self.indexer is not None and entries.shape[1] > 0:
+                index_keys = self.indexer.compressor.decode(x, cache, pool_ctx, rows, positions)
+                scores = self.indexer(x, q_residual, ctx, entry_visible.unsqueeze(1), keys=index_keys)[:, 0]
+                picked = scores.topk(min(self.indexer.topk, scores.shape[-1]), dim=-1).indices
+                chosen = torch.zeros_like(entry_visible).scatter(-1, picked, True)
+                entry_visible = entry_visible & chosen
+            visible = torch.cat([visible, entry_visible], dim=-1)
+            values = torch.cat([keys, entries.to(keys.dtype)], dim=1)
+        logits = torch.einsum("bhd,bld->bhl", query[:, 0].float(), values.float()) * self.head_dim**-0.5
+        logits = logits.masked_fill(~visible.unsqueeze(1), float("-inf"))
+        sink = self.attn_sink.float().view(1, -1, 1).expand(batch, -1, 1)
+        probabilities = torch.softmax(torch.cat([logits, sink], dim=-1), dim=-1)[..., :-1]
+        output = torch.einsum("bhl,bld->bhd", probabilities, values.float()).unsqueeze(1).to(x.dtype)
+        return self._project_out(output, cos, sin)
 
     @staticmethod
     def _indexer_kl(query, compressed_kv, index_scores, indices, scale) -> torch.Tensor:
@@ -321,6 +379,17 @@ def hyper_connection_weights(streams: torch.Tensor, fn, base, scale, config: Dee
     return pre, post, comb
 
 
+def mix_streams(comb: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
+    """new_k = sum_j comb[j, k] * stream_j for comb [B, S, n, n] and streams [B, S, n, D].
+
+    n (hc_mult, 4) multiply-adds over whole [B, S, n, D] tensors: a batched matmul here would be
+    B*S products of 4x4 by 4xD matrices, which CPUs run one small matrix at a time."""
+    mixed = comb[..., 0, :].unsqueeze(-1) * streams[..., 0:1, :]
+    for j in range(1, streams.shape[-2]):
+        mixed = mixed + comb[..., j, :].unsqueeze(-1) * streams[..., j : j + 1, :]
+    return mixed
+
+
 class Block(nn.Module):
     """One transformer block: attention and MoE, each wrapped in manifold-constrained hyper-connections."""
 
@@ -344,11 +413,17 @@ class Block(nn.Module):
         )
         collapsed = (pre.unsqueeze(-1) * streams).sum(dim=2).to(dtype)
         out = sublayer(norm(collapsed), ctx)
-        # comb mixes the incoming streams: new_k = sum_j comb[j, k] * stream_j
-        return post.to(dtype).unsqueeze(-1) * out.unsqueeze(-2) + torch.matmul(comb.to(dtype).transpose(-1, -2), streams)
+        return post.to(dtype).unsqueeze(-1) * out.unsqueeze(-2) + mix_streams(comb.to(dtype), streams)
 
     def forward(self, streams: torch.Tensor, ctx: _Context) -> torch.Tensor:
         streams = self._wrapped(streams, "attn", self.attn, self.attn_norm, ctx)
+        return self._wrapped(streams, "ffn", self.ffn, self.ffn_norm, ctx)
+
+    def decode(self, streams: torch.Tensor, ctx: _Context, cache: dict, pool_ctx: _Context) -> torch.Tensor:
+        def attention(h, step_ctx):
+            return self.attn.decode(h, step_ctx, cache, pool_ctx)
+
+        streams = self._wrapped(streams, "attn", attention, self.attn_norm, ctx)
         return self._wrapped(streams, "ffn", self.ffn, self.ffn_norm, ctx)
 
 
@@ -584,45 +659,73 @@ class DeepseekV4ForCausalLM(nn.Module):
         seed: int | None = None,
     ) -> list[list[int]]:
         """Continue each prompt (batched, prompts may differ in length); greedy when temperature is 0,
-        else nucleus sampling. Returns the new tokens of each prompt, stopping after an EOS token.
+        else nucleus sampling. Returns the new tokens of each prompt, up to and including an EOS token.
 
-        Prompts are right-padded and every step reruns the causal forward pass, reading each row at its
-        own last position: causality makes the padding invisible, so results equal unbatched runs."""
+        Prompts are right-padded and run once through the model (prefill), which keeps each layer's
+        per-token state: window keys and the compressors' projections. Each new token then runs
+        through the blocks alone at its row's own position, attending to the cache; padding is
+        never visible because every row reads only positions before its own."""
         if isinstance(input_ids, torch.Tensor):
             prompts = [row.tolist() for row in input_ids]
         else:
             prompts = [list(p) for p in input_ids]
-        if any(len(p) == 0 for p in prompts):
+        if not prompts or any(len(p) == 0 for p in prompts):
             raise ValueError("generate: every prompt needs at least one token")
         stop = set([eos_token_id] if isinstance(eos_token_id, int) else (eos_token_id or []))
         device = self.head.weight.device
         generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
-        sequences = [list(p) for p in prompts]
-        finished = [False] * len(prompts)
+        batch = len(prompts)
+        lengths = torch.tensor([len(p) for p in prompts], device=device)
+        width = int(lengths.max())
+        capacity = width + max_new_tokens
+        padded = torch.zeros(batch, width, dtype=torch.long, device=device)
+        for row, prompt in enumerate(prompts):
+            padded[row, : len(prompt)] = torch.tensor(prompt, device=device)
+        new_tokens: list[list[int]] = [[] for _ in prompts]
+        finished = [max_new_tokens <= 0] * batch
         was_training = self.training
         self.eval()
         try:
+            positions = torch.arange(width, device=device).expand(batch, width)
+            ctx = self._context(padded, positions, training_losses=False)
+            ctx.capture = {}
+            hidden, _, _ = self.hidden_states(padded, positions, ctx)
+            cache = {module: _grow(state, capacity) for module, state in ctx.capture.items()}
+            pool_positions = torch.arange(capacity, device=device).expand(batch, capacity)
+            pool_ctx = self._context(torch.zeros_like(pool_positions), pool_positions, training_losses=False)
+            last = hidden[torch.arange(batch, device=device), lengths - 1]
             for _ in range(max_new_tokens):
-                active = [i for i, done in enumerate(finished) if not done]
-                if not active:
+                chosen = _sample(self.head(last).float(), temperature, top_p, generator)
+                for row in range(batch):
+                    if not finished[row]:
+                        token = int(chosen[row])
+                        new_tokens[row].append(token)
+                        finished[row] = token in stop or len(new_tokens[row]) >= max_new_tokens
+                if all(finished):
                     break
-                lengths = torch.tensor([len(sequences[i]) for i in active], device=device)
-                width = int(lengths.max())
-                batch = torch.zeros(len(active), width, dtype=torch.long, device=device)
-                for row, i in enumerate(active):
-                    batch[row, : len(sequences[i])] = torch.tensor(sequences[i], device=device)
-                hidden, _, _ = self.hidden_states(batch)
-                last = hidden[torch.arange(len(active), device=device), lengths - 1]
-                logits = self.head(last).float()
-                chosen = _sample(logits, temperature, top_p, generator)
-                for row, i in enumerate(active):
-                    token = int(chosen[row])
-                    sequences[i].append(token)
-                    if token in stop:
-                        finished[i] = True
+                last = self._decode_step(chosen.view(batch, 1), lengths.view(batch, 1), cache, pool_ctx)
+                lengths = lengths + 1
         finally:
             self.train(was_training)
-        return [seq[len(p) :] for seq, p in zip(sequences, prompts, strict=True)]
+        return new_tokens
+
+    def _decode_step(self, tokens: torch.Tensor, positions: torch.Tensor, cache: dict, pool_ctx: _Context) -> torch.Tensor:
+        """Final hidden state [B, D] of one new token per row at `positions` [B, 1]."""
+        ctx = self._context(tokens, positions, training_losses=False)
+        streams = self.embed(tokens).unsqueeze(2).expand(-1, -1, self.config.hc_mult, -1).contiguous()
+        for layer in self.layers:
+            streams = layer.decode(streams, ctx, cache, pool_ctx)
+        collapsed = HyperHead.collapse(streams, self.hc_head_fn, self.hc_head_base, self.hc_head_scale, self.config)
+        return self.norm(collapsed)[:, 0]
+
+
+def _grow(state, capacity: int):
+    """A prefill state [B, S, ...] (or a tuple of them) copied into zeroed [B, capacity, ...] buffers."""
+    if isinstance(state, tuple):
+        return tuple(_grow(part, capacity) for part in state)
+    buffer = state.new_zeros(state.shape[0], capacity, *state.shape[2:])
+    buffer[:, : state.shape[1]] = state
+    return buffer
 
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
