@@ -25,11 +25,13 @@ a no-op; an interrupted one resumes from its own progress files). The pipeline a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,7 @@ from trex_cli.console import err, out
 from trex_cli.recipe import Recipe, load_recipe
 
 STATE_FILE = "pipeline.json"
+LOCK_FILE = ".trex-run.lock"
 REPORT_FILE = "report.md"
 REPORT_FIGURES = "report"  # folder of the report's PNG files
 RECIPE_SECTIONS = ["run", "synth", "data", "model", "train", "eval"]  # the tables the pipeline reads
@@ -199,9 +202,15 @@ class Pipeline:
             out.print(f"trex run {self.recipe.name}: every stage is finished; the report ({report_path}):")
             print_report(report_path)
             return report_path
-        self.layout.root.mkdir(parents=True, exist_ok=True)
-        self.recipe.save_resolved(self.layout.root, RECIPE_SECTIONS)
         self._check_inputs()
+        self.layout.root.mkdir(parents=True, exist_ok=True)
+        with self._exclusive_run():
+            return self._run_stages(report_path)
+
+    def _run_stages(self, report_path: Path) -> Path:
+        # read again under the lock: a run that just finished may have written it
+        self.state = json.loads(self.state_path.read_text()) if self.state_path.is_file() else {}
+        self.recipe.save_resolved(self.layout.root, RECIPE_SECTIONS)
         self.state.setdefault("stages", {})
         self.state["recipe"] = str(self.recipe_path)
         self.state["overrides"] = self.overrides
@@ -215,8 +224,48 @@ class Pipeline:
         print_report(report_path)
         return report_path
 
+    @contextlib.contextmanager
+    def _exclusive_run(self) -> Iterator[None]:
+        """One `trex run` per run folder at a time: two would write the same stage folders. The lock is
+        the kernel's (flock), so a killed run leaves none behind."""
+        import fcntl
+
+        lock_path = self.layout.root / LOCK_FILE
+        with open(lock_path, "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                holder = lock.read().strip() or "another process"
+                raise ValueError(
+                    f"{self.layout.root} is in use by another `trex run` ({holder}); wait for it to finish "
+                    "or stop it (a stopped run resumes on the next `trex run`)"
+                ) from None
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"pid {os.getpid()}")
+            lock.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def _check_inputs(self) -> None:
-        """Refuse, before any work, a selected stage whose input stage is neither finished nor selected."""
+        """Refuse, before any work, a selected stage whose input stage is neither finished nor selected,
+        and evals that may not run their programs (found out only after training, otherwise)."""
+        from trex_cli.evaluate.runner import EXECUTION_ENV, execution_allowed
+
+        if self.recipe.section("train").engine != "native" and {"train-cpt", "train-sft"} & set(self.selected):
+            raise ValueError(
+                f"{self.recipe_path}: [train] engine = {self.recipe.section('train').engine!r}; `trex run` drives the "
+                "native engine (set engine = \"native\"); for MindSpeed-LLM use `trex train cpt --engine mindspeed`"
+            )
+        if any(name.startswith("eval-") for name in self.selected) and not execution_allowed(self.recipe.section("eval")):
+            raise ValueError(
+                f"{self.recipe_path}: the evals run the programs the models write, which [eval] allow_code_execution "
+                f"= false forbids; set it to true (or {EXECUTION_ENV}=1), or leave the evals out with "
+                "--only synth,data,model-init,train"
+            )
         for spec in STAGES:
             if spec.name not in self.selected:
                 continue
@@ -235,6 +284,12 @@ class Pipeline:
         record = self.state["stages"].setdefault(name, {})
         if name.startswith("eval-"):
             force = force or self._model_changed(name)
+            # recorded before the eval starts, so an interrupted eval of a model rebuilt since is
+            # started again rather than resumed with the old model's samples
+            model_stage = next(model for _, evaluation, model in MODELS if evaluation == name)
+            record["model"] = str(self.layout.model(model_stage))
+            record["model_manifest_sha256"] = self.layout.manifest_sha(model_stage)
+            self._save_state()
         started = time.perf_counter()
         cpu_started = _cpu_seconds()
         out.rule(f"[bold]{name}[/bold]: {next(s.does for s in STAGES if s.name == name)}")
@@ -258,19 +313,16 @@ class Pipeline:
             out.print(f"{name}: finished in {seconds:.1f} s ({record['folder']})", highlight=False)
         else:
             out.print(f"{name}: already done ({record['folder']})", highlight=False)
-        if name.startswith("eval-"):
-            model_stage = next(model for _, evaluation, model in MODELS if evaluation == name)
-            record["model"] = str(self.layout.model(model_stage))
-            record["model_manifest_sha256"] = self.layout.manifest_sha(model_stage)
         self._save_state()
 
     def _model_changed(self, eval_stage: str) -> bool:
-        """An eval whose model was rebuilt since it ran must run again (its folder cannot tell)."""
+        """An eval whose model was rebuilt since it ran (or started) must run again from the start: its
+        folder cannot tell, since the model's path is all its settings name."""
         model_stage = next(model for _, evaluation, model in MODELS if evaluation == eval_stage)
         recorded = self.state["stages"].get(eval_stage, {}).get("model_manifest_sha256")
         current = self.layout.manifest_sha(model_stage)
         folder = self.layout.folder(eval_stage)
-        if recorded is None or not (folder / MANIFEST).is_file() or recorded == current:
+        if recorded is None or not folder.exists() or recorded == current:
             return False
         out.print(f"{eval_stage}: the model in {self.layout.model(model_stage)} changed since it was evaluated; evaluating again")
         return True
@@ -324,9 +376,15 @@ class Pipeline:
     def _train_job(self, stage: str):
         from trex_cli.commands.train import resolve_job
 
-        # SFT finds the CPT export of the run folder itself (and records it as an input: lineage)
+        # resolve_job writes flags into the recipe's sections: give it a copy of its own
+        recipe = load_recipe(self.recipe_path, self.overrides)
         data = self.layout.data_cpt if stage == "cpt" else self.layout.data_sft
-        return resolve_job(stage, self.recipe_path, self.overrides, data, self.layout.root, None, None, None, None)
+        # the data folder is a flag only where it is not the default, so the stage's fingerprint is the
+        # one `trex train` computes for the same recipe; SFT finds the run's CPT export itself
+        # (and records it as an input: lineage)
+        data_flag = None if data == self.layout.root / "data" / stage else data
+        job = resolve_job(stage, recipe, data_flag, self.layout.root, None, None, None, None)
+        return recipe, job
 
     def _stage_model_init(self, force: bool) -> bool:
         """Export the exact weights CPT starts from (the trainer's own init function and seed)."""

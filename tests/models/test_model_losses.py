@@ -39,12 +39,8 @@ def test_packed_documents_do_not_see_each_other(model):
     first, second = tokens(1, 48, 1), tokens(1, 48, 2)
     packed = torch.cat([first, second], dim=1)
     positions = torch.cat([torch.arange(48), torch.arange(48)]).unsqueeze(0)
-    # the indexer keeps every visible entry here: with random weights many indexer scores tie at
-    # relu's zero, and top-k breaks ties by entry number, which differs between packed and alone
-    torch.manual_seed(0)
-    keep_all = DeepseekV4ForCausalLM(get_flavor("tiny").replace(index_topk=16)).float()
-    together = logits(keep_all, packed, positions)
-    alone = logits(keep_all, second)
+    together = logits(model, packed, positions)
+    alone = logits(model, second)
     # 48 is a multiple of every compression ratio: the second document's windows are its own
     assert (together.logits[:, 48:] - alone.logits).abs().max() < 1e-4
     # at a boundary that is not window-aligned, the first document still cannot leak into the second
@@ -141,3 +137,14 @@ def test_aux_loss_free_bias_update(model):
         assert torch.isclose(change[0], torch.tensor(-0.01)) and torch.allclose(change[1:], torch.tensor(0.01))
     with pytest.raises(ValueError, match="routed layers"):
         model.update_expert_bias(load[:2], rate=0.01)
+
+
+def test_expert_load_keeps_a_row_for_a_skipped_mtp_block(model):
+    model.eval()
+    with torch.no_grad():
+        out = model(tokens(1, 32, 9), mtp_loss_weight=0.0)
+    assert out.mtp_loss is None and out.expert_load.shape[0] == model.config.num_hidden_layers + 1
+    assert not out.expert_load[-1].any()
+    mtp_bias = model.mtp[0].ffn.gate.bias.clone()
+    model.update_expert_bias(out.expert_load, rate=0.5)
+    assert torch.equal(model.mtp[0].ffn.gate.bias, mtp_bias)

@@ -92,6 +92,11 @@ def trex_run_command(recipe: Path) -> list[str]:
     return [sys.executable, "-m", "trex_cli.app", "run", str(recipe), "--no-progress"]
 
 
+def flat(text: str) -> str:
+    """Console output with rich's line wrapping undone."""
+    return " ".join(text.split())
+
+
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """Size and modification time of every file under `folder`."""
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()}
@@ -127,8 +132,8 @@ def test_pipeline_killed_midway_finishes_on_rerun_and_then_only_prints_the_repor
     # 2. the same command finishes the pipeline, resuming CPT from its checkpoint
     second = subprocess.run(trex_run_command(recipe), cwd=tmp_path, capture_output=True, text=True)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert "synth: already done" in second.stdout
-    assert "train-cpt: finished" in second.stdout
+    assert "synth: already done" in flat(second.stdout)
+    assert "train-cpt: finished" in flat(second.stdout)
     cpt_manifest = json.loads((run_dir / "train" / "cpt" / "manifest.json").read_text())
     assert cpt_manifest["summary"]["resumed_from"] == 2
     cpt_steps = [json.loads(line)["step"] for line in (run_dir / "train" / "cpt" / "metrics.jsonl").read_text().splitlines()]
@@ -152,15 +157,15 @@ def test_pipeline_killed_midway_finishes_on_rerun_and_then_only_prints_the_repor
         assert expected in report, expected
     for figure in ("loss_curves.png", "pass_at_1.png"):
         assert (run_dir / "report" / figure).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "# trex run: micro" in report and "report:" in second.stdout
+    assert "# trex run: micro" in report and "report:" in flat(second.stdout)
 
     # 3. a third run touches nothing and prints the report
     before = snapshot(run_dir)
     third = subprocess.run(trex_run_command(recipe), cwd=tmp_path, capture_output=True, text=True)
     assert third.returncode == 0, third.stderr[-3000:]
-    assert "every stage is finished" in third.stdout
-    assert "trex run: micro" in third.stdout and "Stages and artifacts" in third.stdout
-    assert "finished in" not in third.stdout
+    assert "every stage is finished" in flat(third.stdout)
+    assert "trex run: micro" in flat(third.stdout) and "Stages and artifacts" in flat(third.stdout)
+    assert "finished in" not in flat(third.stdout)
     assert snapshot(run_dir) == before
 
 
@@ -182,15 +187,39 @@ def test_pipeline_only_refuses_a_stage_whose_input_has_not_finished(tmp_path):
     recipe, run_dir = write_micro_recipe(tmp_path)
     result = CliRunner().invoke(app, ["run", str(recipe), "--only", "train-sft"])
     assert result.exit_code == 1
-    assert "stage train-sft reads data-sft" in result.output and "add data-sft to --only" in result.output
+    assert "stage train-sft reads data-sft" in flat(result.output) and "add data-sft to --only" in flat(result.output)
     assert not (run_dir / "pipeline.json").exists()
+
+
+def test_pipeline_refuses_evals_that_may_not_run_programs_before_any_stage(tmp_path, monkeypatch):
+    monkeypatch.delenv("TREX_ALLOW_CODE_EXECUTION", raising=False)
+    recipe, run_dir = write_micro_recipe(tmp_path)
+    result = CliRunner().invoke(app, ["run", str(recipe), "--set", "eval.allow_code_execution=false"])
+    assert result.exit_code == 1
+    assert "allow_code_execution" in flat(result.output) and "--only synth,data,model-init,train" in flat(result.output)
+    assert not run_dir.exists()
+
+
+def test_pipeline_refuses_a_run_folder_another_run_holds(tmp_path):
+    import fcntl
+
+    recipe, run_dir = write_micro_recipe(tmp_path)
+    run_dir.mkdir()
+    with open(run_dir / ".trex-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.write("pid 12345")
+        lock.flush()
+        result = CliRunner().invoke(app, ["run", str(recipe)])
+    assert result.exit_code == 1
+    assert "in use by another `trex run` (pid 12345)" in flat(result.output)
+    assert not (run_dir / "synth").exists()
 
 
 def test_pipeline_unknown_recipe_key_names_the_file_and_key(tmp_path):
     recipe, _ = write_micro_recipe(tmp_path)
     result = CliRunner().invoke(app, ["run", str(recipe), "--set", "train.cpt.max_stpes=3"])
     assert result.exit_code == 1
-    assert "max_stpes" in result.output and "micro.toml" in result.output
+    assert "max_stpes" in flat(result.output) and "micro.toml" in flat(result.output)
 
 
 def _finished_stage(folder: Path, stage: str, marker: str) -> None:
@@ -199,6 +228,7 @@ def _finished_stage(folder: Path, stage: str, marker: str) -> None:
 
 
 def test_pipeline_evaluates_again_when_its_model_was_rebuilt(tmp_path):
+    """No model run here: the stage folders are stand-ins holding only the manifests the check reads."""
     recipe, run_dir = write_micro_recipe(tmp_path)
     _finished_stage(run_dir / "train" / "sft", "train-sft", "first")
     _finished_stage(run_dir / "eval" / "sft", "eval", "eval")
@@ -206,6 +236,9 @@ def test_pipeline_evaluates_again_when_its_model_was_rebuilt(tmp_path):
     pipeline.state = {"stages": {"eval-sft": {"model_manifest_sha256": pipeline.layout.manifest_sha("train-sft")}}}
     assert not pipeline._model_changed("eval-sft")
     _finished_stage(run_dir / "train" / "sft", "train-sft", "rebuilt")
+    assert pipeline._model_changed("eval-sft")
+    # an interrupted eval (no manifest yet) of a model rebuilt since it started starts again too
+    (run_dir / "eval" / "sft" / "manifest.json").unlink()
     assert pipeline._model_changed("eval-sft")
     # an eval the pipeline never recorded (run by `trex eval` itself) is taken as it is
     pipeline.state = {"stages": {}}

@@ -143,27 +143,33 @@ def test_sft_loss_and_gradients_ignore_masked_targets(one_rank, sft_data):
             n: None if p.grad is None else p.grad.to_local().clone() for n, p in engine.model.named_parameters()
         }
 
+    def relative_change(grads, other, names):
+        difference = torch.stack([(grads[n] - other[n]).double().norm() for n in names]).norm()
+        return float(difference / torch.stack([grads[n].double().norm() for n in names]).norm())
+
     loss_a, grads_a = loss_and_grads(batch.input_ids)
     changed = batch.input_ids.clone()
     changed[0, -1] = (changed[0, -1] + 7) % 512
     loss_b, grads_b = loss_and_grads(changed)
-    # Equal up to float rounding: the changed token may be routed to other experts, which regroups the
-    # rows of the grouped matmuls and so the order in which zero contributions are summed.
-    assert torch.allclose(loss_a, loss_b, rtol=1e-7, atol=0)
-    assert sum(g is not None for g in grads_a.values()) > 0.8 * len(grads_a)
-    for name in grads_a:
-        if grads_a[name] is None:
-            assert grads_b[name] is None, name
-        else:
-            difference = float((grads_a[name] - grads_b[name]).norm())
-            assert difference <= 2e-5 * float(grads_a[name].norm()) + 1e-12, (name, difference)
-    # the same change at a trained (assistant) position does move the loss and the gradients
     trained = int(torch.nonzero(batch.loss_mask[0, 1:]).flatten()[-1]) + 1
     moved = batch.input_ids.clone()
     moved[0, trained] = (moved[0, trained] + 7) % 512
     loss_c, grads_c = loss_and_grads(moved)
+
+    with_grad = [n for n, g in grads_a.items() if g is not None]
+    assert len(with_grad) > 0.8 * len(grads_a)
+    assert all((grads_b[n] is None) == (grads_a[n] is None) for n in grads_a)
+    # Unchanged up to float rounding: the changed token may be routed to other experts, which regroups
+    # the rows of the grouped matmuls and so the order in which (zero) contributions are summed.
+    assert torch.allclose(loss_a, loss_b, rtol=1e-7, atol=0)
+    assert relative_change(grads_a, grads_b, with_grad) < 1e-5
+    for name in with_grad:  # and parameter by parameter, far below what a trained target moves
+        masked = float((grads_a[name] - grads_b[name]).norm())
+        trained_change = float((grads_a[name] - grads_c[name]).norm())
+        assert masked <= 1e-3 * trained_change + 1e-7 * float(grads_a[name].norm()) + 1e-12, name
+    # the same change at a trained (assistant) position moves the loss and the gradients
     assert abs(float(loss_c - loss_a)) > 1e-4
-    assert not torch.allclose(grads_a["head.weight"], grads_c["head.weight"], rtol=1e-3, atol=1e-6)
+    assert relative_change(grads_a, grads_c, with_grad) > 1e-3
 
 
 def test_bf16_compute_keeps_fp32_master_weights_and_adam_states(one_rank, cpt_data):

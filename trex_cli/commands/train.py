@@ -6,6 +6,7 @@ renders (and, where MindSpeed-LLM is installed, runs) the SuperPOD launch throug
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated
@@ -37,8 +38,7 @@ ForceOption = Annotated[bool, typer.Option("--force", help="Start again even if 
 
 def resolve_job(
     stage: str,
-    recipe_path: Path | None,
-    overrides: list[str] | None,
+    recipe,
     data: Path | None,
     run_dir: Path | None,
     max_steps: int | None,
@@ -46,14 +46,12 @@ def resolve_job(
     flavor: str | None,
     init: Path | None,
 ):
-    """Recipe + flags -> (recipe, TrainJob). A flag given on the command line beats the recipe."""
+    """A loaded recipe + flags -> TrainJob. A flag given on the command line beats the recipe."""
     from trex_cli.artifacts import read_manifest
     from trex_cli.console import warn
     from trex_cli.models.deepseek_v4.config import DeepseekV4Config
-    from trex_cli.recipe import load_recipe
     from trex_cli.train.trainer import TrainJob
 
-    recipe = load_recipe(recipe_path, overrides)
     train = recipe.section("train")
     model_section = recipe.section("model")
     schedule = train.stage(stage)
@@ -99,9 +97,15 @@ def resolve_job(
                 changes[key] = int(meta[key])
         config = config.replace(**changes)
     stage_folder = root / "train" / stage
+    # What decides the trained weights: not the other stage's table, nor logging and checkpoint cadence
+    # (so a finished CPT stays finished when only SFT settings change).
+    train_settings = recipe.resolved(["train"])["train"]
+    for key in ("cpt", "sft", "log_every", "tensorboard", "save_every", "keep_last", "engine"):
+        train_settings.pop(key, None)
+    train_settings["schedule"] = dataclasses.asdict(schedule)
     fingerprint_config = {
         "stage": stage,
-        "train": recipe.resolved(["train"])["train"],
+        "train": train_settings,
         "model": config.to_dict(),
         "init": str(init_path) if init_path else None,
     }
@@ -115,7 +119,7 @@ def resolve_job(
         fingerprint_config=fingerprint_config,
         inputs=inputs,
     )
-    return recipe, job
+    return job
 
 
 def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force):
@@ -138,7 +142,7 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
         return
     if nproc < 1:
         raise ValueError(f"--nproc {nproc}: must be 1 or more")
-    recipe, job = resolve_job(stage, recipe_path, overrides, data, run_dir, max_steps, save_every, flavor, init)
+    job = resolve_job(stage, recipe, data, run_dir, max_steps, save_every, flavor, init)
     from trex_cli.artifacts import StageState
     from trex_cli.train.launch import run_stage, spawn_torchrun, stage_folder_of, under_torchrun
     from trex_cli.train.trainer import TrainingDiverged

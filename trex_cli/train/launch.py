@@ -52,7 +52,7 @@ def stage_folder_of(job, force: bool = False) -> StageFolder:
     return StageFolder(job.stage_folder, f"train-{job.stage}", job.fingerprint_config, inputs=job.inputs, force=force)
 
 
-def run_stage(job, force: bool = False, on_step_end=None, recipe=None) -> dict | None:
+def run_stage(job, force: bool = False, recipe=None) -> dict | None:
     """Train one stage on this rank inside the stage folder protocol. None when it was already done.
     `recipe`, when given, is saved resolved into the stage folder (rank 0)."""
     import torch.distributed as dist
@@ -70,7 +70,7 @@ def run_stage(job, force: bool = False, on_step_end=None, recipe=None) -> dict |
         dist.broadcast_object_list(decision, src=0)
         if decision[0] == StageState.DONE.value:
             return None
-        summary = run_training(job, distributed, on_step_end=on_step_end)
+        summary = run_training(job, distributed)
         if distributed.is_main:
             folder = stage_folder_of(job)
             counts = {"steps": summary["steps"], "tokens": summary["tokens"], "skipped_steps": summary["skipped_steps"]}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -315,15 +314,11 @@ def _recompute_rope_tables(model, config) -> None:
     model.inv_freq_compress = yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn)
 
 
-def run_training(
-    job: TrainJob,
-    distributed: Distributed,
-    on_step_end: Callable[[int, StepResult], None] | None = None,
-) -> dict:
+def run_training(job: TrainJob, distributed: Distributed) -> dict:
     """Train one stage on this rank; returns the summary (rank 0 also writes the stage's files)."""
-    from trex_cli.models.deepseek_v4.config import DeepseekV4Config
-
     import warnings
+
+    from trex_cli.models.deepseek_v4.config import DeepseekV4Config
 
     # FSDP2 warns once per unit whose output is a view (the MTP block's); nothing edits it in place.
     warnings.filterwarnings("ignore", message=".*returned a view tensor.*", category=UserWarning)
@@ -367,7 +362,6 @@ def run_training(
             highlight=False,
         )
     tokens_per_step = schedule.global_batch_size * data.seq_len
-    last_saved = start_step
     result = None
     try:
         for step in range(start_step, schedule.max_steps):
@@ -405,13 +399,8 @@ def run_training(
             metrics.log(record)
             if (step + 1) % train.save_every == 0 or step + 1 == schedule.max_steps:
                 checkpointer.save(step + 1, engine.model, engine.optimizer, engine.state(step + 1))
-                last_saved = step + 1
-            if on_step_end is not None:
-                on_step_end(step + 1, result)
     finally:
         metrics.close()
-    if last_saved != schedule.max_steps and start_step < schedule.max_steps:
-        checkpointer.save(schedule.max_steps, engine.model, engine.optimizer, engine.state(schedule.max_steps))
     hf_folder = job.stage_folder / "hf"
     if distributed.is_main:
         export_checkpoint(checkpointer.latest(), config, hf_folder, data.tokenizer_dir)

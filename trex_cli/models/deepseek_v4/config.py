@@ -251,14 +251,16 @@ def _alternating(count: int, first: int, second: int) -> list[int]:
 
 
 def _tiny() -> DeepseekV4Config:
-    # every feature on at CPU-test size: sliding, CSA and HCA blocks, hash layers, YaRN, mHC, MTP
+    # every feature on at CPU-test size: sliding, CSA and HCA blocks, hash layers, YaRN, mHC, MTP.
+    # 8 indexer heads (not 2): with very few heads, whole rows of indexer scores are relu's exact 0
+    # and the top-k choice among equal scores would decide the outputs
     return DeepseekV4Config(
         vocab_size=512, hidden_size=64, num_hidden_layers=5, num_attention_heads=4, head_dim=32,
         qk_rope_head_dim=16, q_lora_rank=32, o_groups=2, o_lora_rank=32, moe_intermediate_size=32,
         n_routed_experts=8, num_experts_per_tok=2, num_hash_layers=2, routed_scaling_factor=1.5,
         compress_ratios=[0, 4, 16, 4, 16, 4], compress_rate_csa=4, compress_rate_hca=16, sliding_window=16,
         rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024, "beta_fast": 32, "beta_slow": 1},
-        max_position_embeddings=4096, index_n_heads=2, index_head_dim=32, index_topk=4,
+        max_position_embeddings=4096, index_n_heads=8, index_head_dim=32, index_topk=4,
     )
 
 

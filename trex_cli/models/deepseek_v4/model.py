@@ -138,6 +138,13 @@ def compressed_visibility(ctx: _Context, num_entries: int, ratio: int) -> torch.
     return complete.unsqueeze(0) & same_document
 
 
+def top_entries(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices of the k best-scored entries; equal scores (common: relu zeroes whole rows) go to the
+    earlier entry, so the choice does not depend on how many future entries the tensor holds."""
+    order = torch.sort(scores, dim=-1, descending=True, stable=True).indices
+    return order[..., : min(k, scores.shape[-1])]
+
+
 class Indexer(nn.Module):
     """Lightning indexer: scores compressed entries as sum_h w_h * relu(q_h . k) and keeps the top-k."""
 
@@ -204,7 +211,7 @@ class Attention(nn.Module):
             visible = compressed_visibility(ctx, num_entries, self.ratio)
             if self.indexer is not None and num_entries > 0:
                 scores = self.indexer(x.detach(), q_residual.detach(), ctx, visible)
-                picked = scores.detach().topk(min(self.indexer.topk, num_entries), dim=-1).indices
+                picked = top_entries(scores.detach(), self.indexer.topk)
                 picked_visible = visible.gather(-1, picked)
                 indices = torch.where(picked_visible, picked, torch.full_like(picked, -1))
                 if ctx.training_losses:
@@ -255,7 +262,7 @@ class Attention(nn.Module):
             if self.indexer is not None and entries.shape[1] > 0:
                 index_keys = self.indexer.compressor.decode(x, cache, pool_ctx, rows, positions)
                 scores = self.indexer(x, q_residual, ctx, entry_visible.unsqueeze(1), keys=index_keys)[:, 0]
-                picked = scores.topk(min(self.indexer.topk, scores.shape[-1]), dim=-1).indices
+                picked = top_entries(scores, self.indexer.topk)
                 chosen = torch.zeros_like(entry_visible).scatter(-1, picked, True)
                 entry_visible = entry_visible & chosen
             visible = torch.cat([visible, entry_visible], dim=-1)
@@ -625,9 +632,13 @@ class DeepseekV4ForCausalLM(nn.Module):
         return torch.stack(losses).mean()
 
     def _expert_load(self, ctx: _Context) -> torch.Tensor:
+        # one row per routed block (main layers, then MTP); a block that did not run (the MTP block
+        # when its loss weight is 0) keeps a zero row, which the bias update leaves alone
         experts = self.config.n_routed_experts
-        loads = [torch.bincount(ids.reshape(-1), minlength=experts) for _, ids in ctx.router_stats]
-        return torch.stack(loads).float() if loads else torch.zeros(0, experts)
+        load = torch.zeros(len(self.layers) + len(self.mtp), experts, device=self.head.weight.device)
+        for row, (_, ids) in enumerate(ctx.router_stats):
+            load[row] = torch.bincount(ids.reshape(-1), minlength=experts).float()
+        return load
 
     def routed_gates(self) -> list[Gate]:
         """The gate of every block in expert_load's row order (main layers, then MTP)."""
@@ -642,7 +653,7 @@ class DeepseekV4ForCausalLM(nn.Module):
         if expert_load.shape[0] != len(gates):
             raise ValueError(f"expert_load has {expert_load.shape[0]} rows; this model has {len(gates)} routed layers")
         for gate, load in zip(gates, expert_load, strict=True):
-            if gate.hashed:
+            if gate.hashed or not bool(load.any()):
                 continue
             load = load.to(gate.bias.device).float()
             gate.bias += rate * torch.sign(load.mean() - load)
