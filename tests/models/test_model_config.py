@@ -30,6 +30,8 @@ def test_released_shapes_have_the_published_parameter_counts(flavor, total, acti
     # (a token reads one row of it)
     counts = meta_counts(flavor)
     assert abs(counts["total_without_mtp"] / total - 1) < 0.02, counts
+    # Flash comes to 13.27B active: 2.07% over the rounded "13B" (Pro: 48.85B, 0.3% under 49B); the
+    # bound is 2.1% so that rounding of the published figure does not fail the test
     assert abs(counts["active_matmul_without_mtp"] / active - 1) < 0.021, counts
 
 
