@@ -14,7 +14,8 @@ import sys
 import typer
 from rich.markup import escape
 
-from trex_cli.commands import data, eval as eval_command, plan, run, synth, train
+from trex_cli.commands import data, plan, run, synth, train
+from trex_cli.commands import eval as eval_command
 from trex_cli.console import USER_ERRORS, err
 
 app = typer.Typer(
