@@ -206,20 +206,29 @@ class Sandbox:
                 "--proc", "/proc",
                 "--tmpfs", "/tmp",
             ]
-            python_home = str(Path(sys.base_prefix).resolve())
+            hidden = ["/tmp"]
             if Path("/root").exists():
-                # Hide root's home; bring the Python installation back when it lives there.
-                prefix += ["--tmpfs", "/root"]
-                created: set[str] = set()
-                for needed in sorted({python_home, str(Path(sys.prefix).resolve()), str(SERVER_SCRIPT.parent.resolve())}):
-                    if not needed.startswith("/root/"):
-                        continue
-                    # bwrap makes missing parent folders private (0700): make them traversable first
-                    for parent in reversed(Path(needed).parents):
-                        if str(parent).startswith("/root/") and str(parent) not in created:
-                            created.add(str(parent))
-                            prefix += ["--perms", "0755", "--dir", str(parent)]
-                    prefix += ["--ro-bind", needed, needed]
+                prefix += ["--tmpfs", "/root"]  # hide root's home
+                hidden.append("/root")
+            # Bring back what the server needs from the hidden folders: the Python installation and
+            # the virtual environment live under /root or /tmp on some machines (a CI clone, pyenv).
+            needed_paths = {
+                str(Path(sys.base_prefix).resolve()),
+                str(Path(sys.prefix).resolve()),
+                str(Path(sys.prefix).absolute()),
+                str(Path(self.python).absolute().parent.parent),
+                str(SERVER_SCRIPT.parent.resolve()),
+            }
+            created: set[str] = set()
+            for needed in sorted(needed_paths):
+                if not any(needed.startswith(folder + "/") for folder in hidden):
+                    continue
+                # bwrap makes missing parent folders private (0700): make them traversable first
+                for parent in reversed(Path(needed).parents):
+                    if any(str(parent).startswith(folder + "/") for folder in hidden) and str(parent) not in created:
+                        created.add(str(parent))
+                        prefix += ["--perms", "0755", "--dir", str(parent)]
+                prefix += ["--ro-bind", needed, needed]
             prefix += [
                 "--bind", str(self._host_root), MOUNT_POINT,
                 "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",

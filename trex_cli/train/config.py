@@ -71,6 +71,9 @@ class TrainSection:
     log_every: int = 10  # one console line every n steps
     tensorboard: bool = False
     seed: int = 0
+    # fused-kernel choice for every operator, in TREX_KERNELS syntax ("auto", "cpu", "reference",
+    # "triton", "npu", or "cpu,sparse_attention=reference"); empty: the TREX_KERNELS variable, else auto
+    kernels: str = ""
     parallel: ParallelSection = field(default_factory=ParallelSection)
 
     def stage(self, name: str) -> StageSchedule:

@@ -62,9 +62,11 @@ def run_stage(job, force: bool = False, recipe=None) -> dict | None:
 
     distributed = init_distributed(job.train.parallel)
     try:
-        decision = [None]
+        decision, folder = [None], None
         if distributed.is_main:
-            decision = [stage_folder_of(job, force).prepare().value]
+            # one StageFolder from prepare() to finish(), so the manifest's wall time covers the training
+            folder = stage_folder_of(job, force)
+            decision = [folder.prepare().value]
             if recipe is not None and decision[0] != StageState.DONE.value:
                 recipe.save_resolved(job.stage_folder, ["run", "model", "train"])
         dist.broadcast_object_list(decision, src=0)
@@ -72,7 +74,6 @@ def run_stage(job, force: bool = False, recipe=None) -> dict | None:
             return None
         summary = run_training(job, distributed)
         if distributed.is_main:
-            folder = stage_folder_of(job)
             counts = {"steps": summary["steps"], "tokens": summary["tokens"], "skipped_steps": summary["skipped_steps"]}
             folder.finish(counts=counts, extra={"summary": summary})
         distributed.barrier()

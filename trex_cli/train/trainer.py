@@ -323,6 +323,12 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
     # FSDP2 warns once per unit whose output is a view (the MTP block's); nothing edits it in place.
     warnings.filterwarnings("ignore", message=".*returned a view tensor.*", category=UserWarning)
     train, schedule = job.train, job.schedule
+    import ascend_kernels
+
+    # the recipe (or TREX_KERNELS) forces the kernel backend; the plan is shown once, at start
+    kernel_plan = ascend_kernels.configure(train.kernels or None)
+    if distributed.is_main:
+        out.print("kernels: " + ", ".join(f"{op}={choice}" for op, choice in kernel_plan.items()), highlight=False)
     config = DeepseekV4Config(**job.model_config)
     data = TrainData(job.data_folder)
     if data.vocab_size > config.vocab_size:
