@@ -101,25 +101,6 @@ PROFILES: dict[str, ClusterProfile] = {
         host_memory_gb=2048.0,
         host_link_bandwidth_gbps=50.0,
     ),
-    "h200": ClusterProfile(
-        name="h200",
-        description="NVIDIA HGX H200 SXM 141 GB, NVLink 4 inside the node, 400 Gb/s InfiniBand per GPU",
-        ranks_per_node=8,
-        device_memory_gb=141.0,
-        reserved_memory_gb=3.0,
-        peak_bf16_tflops=989.0,
-        compute_efficiency=0.45,
-        memory_bandwidth_gbps=4800.0,
-        intra_node_bandwidth_gbps=450.0,
-        intra_node_latency_us=3.0,
-        scale_up_domain_ranks=8,
-        scale_up_bandwidth_gbps=450.0,
-        scale_up_latency_us=3.0,
-        scale_out_bandwidth_gbps=50.0,
-        scale_out_latency_us=10.0,
-        host_memory_gb=2048.0,
-        host_link_bandwidth_gbps=50.0,
-    ),
     # A development machine: gloo processes sharing one host (platform_notes.md: bf16 matmul about
     # 0.7-1.1 TFLOP/s on 2 cores with AMX; gloo over loopback).
     "cpu": ClusterProfile(
@@ -143,6 +124,14 @@ PROFILES: dict[str, ClusterProfile] = {
         kernels="eager",
     ),
 }
+# The H200 is an H100 with more and faster HBM; everything else (NVLink, InfiniBand, peak) is the same.
+PROFILES["h200"] = dataclasses.replace(
+    PROFILES["h100"],
+    name="h200",
+    description="NVIDIA HGX H200 SXM 141 GB, NVLink 4 inside the node, 400 Gb/s InfiniBand per GPU",
+    device_memory_gb=141.0,
+    memory_bandwidth_gbps=4800.0,
+)
 ALIASES = {"910c": "cloudmatrix384", "ascend": "cloudmatrix384", "superpod": "cloudmatrix384"}
 
 
