@@ -133,19 +133,33 @@ _STYLE_REQUEST = {
 }
 
 
+def question_text(statement: str, file_data: dict | None = None) -> str:
+    """The problem as a user asks it; data given as a file (`data.json`) is shown inline after it."""
+    if file_data is None:
+        return statement
+    return (statement + "\n\nThe program must read `data.json` from its working folder. Its content:\n\n```json\n"
+            + json.dumps(file_data, separators=(", ", ": ")) + "\n```")
+
+
 def user_question(record: dict) -> str:
     """The problem as a user would ask it; the "file" representation shows data.json inline."""
-    text = record["statement"]
-    if record["representation"] == "file":
-        text += ("\n\nThe program must read `data.json` from its working folder. Its content:\n\n```json\n"
-                 + json.dumps(record["data"], separators=(", ", ": ")) + "\n```")
-    return text
+    return question_text(record["statement"], record["data"] if record["representation"] == "file" else None)
+
+
+def request_messages(statement: str, file_data: dict | None = None, answer_style: str = "program") -> list[dict]:
+    """The system and user messages of an SFT sample of this answer style. `trex eval --prompt synth`
+    asks its questions with exactly these messages (answer style "program"), so a model trained on
+    the synthetic samples is evaluated on the prompt it learned."""
+    if answer_style not in _STYLE_REQUEST:
+        raise ValueError(f"unknown answer style {answer_style!r}; use one of {', '.join(_STYLE_REQUEST)}")
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"{question_text(statement, file_data)}\n\n{_STYLE_REQUEST[answer_style]}"},
+    ]
 
 
 def sft_sample(record: dict, answer_style: str) -> dict:
     """One chat sample: system, user (problem + request), assistant (model and/or program)."""
-    if answer_style not in _STYLE_REQUEST:
-        raise ValueError(f"unknown answer style {answer_style!r}; use one of {', '.join(_STYLE_REQUEST)}")
     program_block = f"```python\n{record['program'].rstrip()}\n```"
     if answer_style == "program":
         answer = program_block
@@ -162,11 +176,8 @@ def sft_sample(record: dict, answer_style: str) -> dict:
         "family": record["family"],
         "representation": record["representation"],
         "answer_style": answer_style,
-        "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"{user_question(record)}\n\n{_STYLE_REQUEST[answer_style]}"},
-            {"role": "assistant", "content": answer},
-        ],
+        "messages": request_messages(record["statement"], record["data"] if record["representation"] == "file" else None,
+                                     answer_style) + [{"role": "assistant", "content": answer}],
     }
 
 

@@ -21,18 +21,38 @@ def meta_counts(flavor: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(
-    ("flavor", "total", "active"),
-    [("flash", 284e9, 13e9), ("pro", 1.6e12, 49e9)],
+    ("flavor", "total", "active_billions"),
+    [("flash", 284e9, 13), ("pro", 1.6e12, 49)],
 )
-def test_released_shapes_have_the_published_parameter_counts(flavor, total, active):
+def test_released_shapes_have_the_published_parameter_counts(flavor, total, active_billions):
     # DeepSeek's convention: the main model without the MTP block; "active" = what one token uses:
     # top-k of the routed experts, the shared expert and everything else, minus the embedding table
-    # (a token reads one row of it)
+    # (a token reads one row of it). The published active figures are rounded to whole billions:
+    # Flash counts 13.27B (2.07% over "13B"), Pro 48.85B. The next test checks this convention
+    # on DeepSeek-V3, whose published figures (671B / 37B) come from the same rule.
     counts = meta_counts(flavor)
     assert abs(counts["total_without_mtp"] / total - 1) < 0.02, counts
-    # Flash comes to 13.27B active: 2.07% over the rounded "13B" (Pro: 48.85B, 0.3% under 49B); the
-    # bound is 2.1% so that rounding of the published figure does not fail the test
-    assert abs(counts["active_matmul_without_mtp"] / active - 1) < 0.021, counts
+    assert round(counts["active_matmul_without_mtp"] / 1e9) == active_billions, counts
+    assert abs(counts["active_matmul_without_mtp"] / (active_billions * 1e9) - 1) < 0.5 / active_billions, counts
+
+
+def test_the_active_parameter_convention_gives_deepseek_v3s_published_figures():
+    # transformers' DeepseekV3Config defaults are the released V3 shape (published: 671B total, 37B
+    # active). Counting the embedding table as active would give 37.55B, which rounds to 38B; without
+    # it, 36.63B: the convention the V4 counts above follow.
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+    config = DeepseekV3Config()
+    with torch.device("meta"):
+        model = DeepseekV3ForCausalLM(config)
+    named = [(name, p.numel()) for name, p in model.named_parameters()]
+    total = sum(n for _, n in named)
+    routed = sum(n for name, n in named if ".mlp.experts." in name)
+    embedding = sum(n for name, n in named if "embed_tokens" in name)
+    active = total - routed + routed * config.num_experts_per_tok // config.n_routed_experts
+    assert round(total / 1e9) == 671
+    assert round((active - embedding) / 1e9) == 37
+    assert round(active / 1e9) == 38  # what counting the embedding table would publish
 
 
 def test_small_is_the_issue_shape():

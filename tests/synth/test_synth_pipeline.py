@@ -161,3 +161,20 @@ def test_bad_settings_name_the_key():
         run_synth(config(families=["no_such_family"]), Path("/nonexistent/never-created"))
     with pytest.raises(ValueError, match="difficulty"):
         run_synth(config(difficulty={"huge": 1.0}), Path("/nonexistent/never-created"))
+
+
+def test_eval_synth_prompt_is_the_program_sft_prompt(reference):
+    # a model trained on the program-only SFT samples is asked the eval questions in the same words:
+    # the same system message, the same user message (a data file shown inline), the same request
+    from data_synth.render import sft_sample
+    from trex_cli.evaluate.benchmarks import load_benchmark
+    from trex_cli.evaluate.prompts import PromptBuilder
+
+    records = {r["id"]: r for p in (reference / "eval" / "problems").glob("*.jsonl") for r in read_jsonl(p)}
+    benchmark = load_benchmark(str(reference))
+    assert {item.id for item in benchmark.items} == set(records)
+    builder = PromptBuilder("synth")
+    for item in benchmark.items:
+        expected = sft_sample(records[item.id], "program")["messages"][:2]
+        assert builder.messages(item) == expected, item.id
+    assert any(records[item.id]["representation"] == "file" for item in benchmark.items)

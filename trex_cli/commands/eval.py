@@ -40,7 +40,7 @@ def eval_command(
     model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint (default: the first it lists).")] = None,
     checkpoint: Annotated[str | None, typer.Option(help="hf backend: a trex HF export folder.")] = None,
     completions: Annotated[str | None, typer.Option(help="file backend: JSONL with id, completion (and sample).")] = None,
-    prompt: Annotated[str | None, typer.Option(help="Prompt style: trex, trex-paper, or a template file with {question}.")] = None,
+    prompt: Annotated[str | None, typer.Option(help="Prompt style: trex, trex-paper, synth (the prompt of the synthetic SFT samples), or a template file with {question}.")] = None,
     solver_library: Annotated[str | None, typer.Option(help="What the prompt asks programs to use: pyomo or gurobipy.")] = None,
     samples: Annotated[int | None, typer.Option(help="Completions per item (pass@k for k up to this).")] = None,
     temperature: Annotated[float | None, typer.Option(help="Sampling temperature (paper: 0.6).")] = None,

@@ -31,7 +31,7 @@ class EvalConfig:
     api_key_env: str = "OPENAI_API_KEY"  # environment variable holding the key, if the endpoint wants one
     checkpoint: str = ""  # hf backend: a trex HF export folder
     completions: str = ""  # file backend: JSONL with id, completion (and sample)
-    prompt: str = "trex"  # "trex", "trex-paper", or a path to a template file with {question}
+    prompt: str = "trex"  # "trex", "trex-paper", "synth" (the synthetic SFT prompt), or a template file with {question}
     solver_library: Literal["pyomo", "gurobipy"] = "pyomo"  # what the prompt asks the program to use
     temperature: float = 0.6
     top_p: float = 1.0

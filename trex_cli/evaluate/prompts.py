@@ -1,12 +1,15 @@
 """Prompts for the model under test and extraction of the program from its answer.
 
-Three prompt styles: trex's default (reason, write the mathematical model, then one Python program in a
+Four prompt styles: trex's default (reason, write the mathematical model, then one Python program in a
 ```python block), the T-Rex paper's tagged format (<think> reasoning, <model> formulation, <python>
-program), and a user template file in which `{question}` (and optionally `{data_note}`) is replaced.
+program), `synth` (exactly the system and user messages of `trex synth`'s program-only SFT samples, with
+a data file shown inline as they show it: the prompt a model trained on them has learned), and a user
+template file in which `{question}` (and optionally `{data_note}`) is replaced.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,8 @@ the model and print the optimal objective value as `Objective: <value>`.
 """
 
 BUILTIN_TEMPLATES = {"trex": TREX_TEMPLATE, "trex-paper": PAPER_TEMPLATE}
+SYNTH_STYLE = "synth"  # the synthetic SFT samples' own messages (data_synth.render.request_messages)
+STYLES = (*BUILTIN_TEMPLATES, SYNTH_STYLE)
 
 
 def data_note(item: BenchmarkItem) -> str:
@@ -62,13 +67,15 @@ class PromptBuilder:
     solver_library: str = "pyomo"
 
     def __post_init__(self) -> None:
-        if self.style in BUILTIN_TEMPLATES:
+        if self.style == SYNTH_STYLE:
+            self.template = ""
+        elif self.style in BUILTIN_TEMPLATES:
             self.template = BUILTIN_TEMPLATES[self.style]
         else:
             path = Path(self.style)
             if not path.is_file():
                 raise FileNotFoundError(
-                    f"prompt {self.style!r} is neither a built-in style ({', '.join(BUILTIN_TEMPLATES)}) "
+                    f"prompt {self.style!r} is neither a built-in style ({', '.join(STYLES)}) "
                     "nor an existing template file"
                 )
             self.template = path.read_text(encoding="utf-8")
@@ -80,6 +87,8 @@ class PromptBuilder:
             )
 
     def messages(self, item: BenchmarkItem) -> list[dict[str, str]]:
+        if self.style == SYNTH_STYLE:
+            return synth_messages(item)
         # Plain replacement, not str.format: questions and templates hold JSON braces.
         text = (
             self.template.replace("{question}", item.question.strip())
@@ -87,6 +96,21 @@ class PromptBuilder:
             .replace("{solver_instruction}", SOLVER_INSTRUCTIONS[self.solver_library])
         )
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
+
+
+def synth_messages(item: BenchmarkItem) -> list[dict[str, str]]:
+    """The messages `trex synth` gives its program-only SFT samples, for this item."""
+    from data_synth.render import request_messages
+
+    file_data = None
+    if DATA_FILE_NAME in item.data_files:
+        path = Path(item.data_files[DATA_FILE_NAME])
+        try:
+            file_data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise ValueError(f"{path}: the data file of item {item.id} is not valid JSON ({error}); the synth prompt "
+                             "shows it inline, so fix the file or use another prompt style") from error
+    return request_messages(item.question, file_data, "program")
 
 
 THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL)
