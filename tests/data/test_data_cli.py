@@ -54,7 +54,7 @@ def test_cpt_then_sft_with_the_tiny_recipe(run_dir):
     manifest = json.loads((run_dir / "data" / "sft-program" / "manifest.json").read_text())
     assert {entry["stage"] for entry in manifest["inputs"]} == {"synth", "data-cpt"}
 
-    result, text = _invoke("data", "sft", "--recipe", RECIPE, "--run-dir", str(run_dir), "--packing")
+    result, text = _invoke("data", "sft", "--recipe", RECIPE, "--run-dir", str(run_dir), "--stage", "all", "--packing")
     assert result.exit_code == 0, text
     stats = json.loads((run_dir / "data" / "sft" / "stats.json").read_text())
     assert stats["answer_styles"] == {"program": 12, "model_program": 12} and stats["packing"] is True

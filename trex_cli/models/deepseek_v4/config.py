@@ -276,6 +276,8 @@ def _small() -> DeepseekV4Config:
 
 
 def _flash() -> DeepseekV4Config:
+    # the released config.json lists 44 ratios: [0, 0], then 4, 128 alternating up to layer 42 (a 4),
+    # then 0 for the MTP layer (sliding window only). Pro's MTP entry follows the same rule.
     return DeepseekV4Config(compress_ratios=[0, 0] + _alternating(41, 4, 128) + [0])
 
 
