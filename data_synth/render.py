@@ -141,9 +141,9 @@ def question_text(statement: str, file_data: dict | None = None) -> str:
             + json.dumps(file_data, separators=(", ", ": ")) + "\n```")
 
 
-def user_question(record: dict) -> str:
-    """The problem as a user would ask it; the "file" representation shows data.json inline."""
-    return question_text(record["statement"], record["data"] if record["representation"] == "file" else None)
+def _file_data(record: dict) -> dict | None:
+    """The data.json content of a "file" representation record (shown inline in its question)."""
+    return record["data"] if record["representation"] == "file" else None
 
 
 def request_messages(statement: str, file_data: dict | None = None, answer_style: str = "program") -> list[dict]:
@@ -176,8 +176,8 @@ def sft_sample(record: dict, answer_style: str) -> dict:
         "family": record["family"],
         "representation": record["representation"],
         "answer_style": answer_style,
-        "messages": request_messages(record["statement"], record["data"] if record["representation"] == "file" else None,
-                                     answer_style) + [{"role": "assistant", "content": answer}],
+        "messages": request_messages(record["statement"], _file_data(record), answer_style)
+        + [{"role": "assistant", "content": answer}],
     }
 
 
