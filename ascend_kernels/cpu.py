@@ -24,6 +24,7 @@ import logging
 
 import torch
 from torch.utils import _python_dispatch
+from torch.utils.checkpoint import _StopRecomputationError
 
 from ascend_kernels import buffers, reference
 from ascend_kernels.registry import register
@@ -32,6 +33,10 @@ logger = logging.getLogger("ascend_kernels")
 
 # Compile once for every shape: these functions see many sequence lengths and batch sizes.
 _COMPILE_OPTIONS = {"dynamic": True, "fullgraph": True}
+# Dynamic shapes still specialize a few facts (a dim of size 1, an empty slice, dtypes, the shape of
+# a parameter): one model calls RoPE in about ten such variants, past torch's default limit of 8
+# graphs per function, after which a fullgraph compile fails and the function would run eager.
+_RECOMPILE_LIMIT = 64
 
 
 class _CompiledOrEager:
@@ -50,8 +55,13 @@ class _CompiledOrEager:
             if self.compiled is None:
                 self.compiled = torch.compile(self.function, **_COMPILE_OPTIONS)
             try:
-                return self.compiled(*args)
-            except Exception as error:  # inductor/dynamo raise many types; any means "run eager"
+                with torch._dynamo.config.patch(recompile_limit=_RECOMPILE_LIMIT):
+                    return self.compiled(*args)
+            except _StopRecomputationError:
+                # Activation checkpointing ends a recomputation early by raising through the forward
+                # it re-runs: that is control flow, not a compile failure.
+                raise
+            except Exception as error:  # inductor/dynamo raise many types; any other means "run eager"
                 self.failed = True
                 logger.warning(
                     "ascend_kernels: torch.compile failed for %s (%s: %s); using the eager reference",
@@ -163,6 +173,62 @@ def sinkhorn(logits: torch.Tensor, iters: int = 20, eps: float = 1e-6) -> torch.
         comb = comb / (comb.sum(dim=1, keepdim=True) + eps)
         comb = comb / (comb.sum(dim=0, keepdim=True) + eps)
     return comb.permute(2, 0, 1).reshape(shape)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Manifold-constrained hyper-connections: each block site reads and writes four [B, S, D] streams.
+
+
+def _hc_mixes(streams, fn, norm_eps: float):
+    # streams [..., n, D] -> the [..., (2 + n) * n] float32 mixes of the RMS-normalized flattened streams.
+    # The RMS scale is applied to the mixes, not to the n*D inputs: the same product without a
+    # normalized float32 copy of the streams.
+    wide = streams.float()
+    inverse_rms = torch.rsqrt(wide.square().mean((-2, -1)) + norm_eps)
+    return torch.nn.functional.linear(wide.flatten(-2), fn.float()) * inverse_rms.unsqueeze(-1)
+
+
+def _hc_collapse(pre, streams):
+    # pre [..., n] float32, streams [..., n, D] -> sum_j pre_j * stream_j [..., D] in streams' dtype
+    return (pre.unsqueeze(-1) * streams.float()).sum(dim=-2).to(streams.dtype)
+
+
+def _hc_post_fused(out, post, comb, streams):
+    # out [..., D], post [..., n], comb [..., n, n], streams [..., n, D]: a broadcast product summed over the
+    # input stream axis, which Inductor turns into one loop (a batched matmul would run B*S 4x4
+    # products one small matrix at a time).
+    mixed = (comb.unsqueeze(-1) * streams.float().unsqueeze(-2)).sum(dim=-3)
+    return (post.unsqueeze(-1) * out.float().unsqueeze(-2) + mixed).to(streams.dtype)
+
+
+# Only the passes over the [N, n, D] streams are compiled: the [N, (2 + n) * n] weights in between
+# (sigmoids and the 20 Sinkhorn rounds) cost little eagerly, and compiling them with the rest made
+# one graph that took Inductor over a minute to build on 2 cores.
+_compiled_hc_mixes = _CompiledOrEager(_hc_mixes)
+_compiled_hc_collapse = _CompiledOrEager(_hc_collapse)
+_compiled_hc_post = _CompiledOrEager(_hc_post_fused)
+
+
+@register("hc_pre", "cpu")
+def hc_pre(streams, fn, base, scale, iters: int = 20, eps: float = 1e-6, norm_eps: float = 1e-6):
+    if not _plain(streams, fn, base, scale) or streams.dtype == torch.float64:
+        return reference.hc_pre(streams, fn, base, scale, iters, eps, norm_eps)
+    # The streams go in as they are (no reshape): a view's base would add guards and recompiles.
+    n = streams.shape[-2]
+    pre, post, comb = _compiled_hc_mixes(streams, fn, float(norm_eps)).split([n, n, n * n], dim=-1)
+    base, scale = base.float(), scale.float()
+    pre = torch.sigmoid(pre * scale[0] + base[:n]) + eps
+    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
+    comb = sinkhorn(comb.unflatten(-1, (n, n)) * scale[2] + base[2 * n :].view(n, n), iters, eps)
+    return _compiled_hc_collapse(pre, streams), post, comb
+
+
+@register("hc_post", "cpu")
+def hc_post(out, post, comb, streams):
+    if not _plain(out, post, comb, streams) or streams.dtype == torch.float64:
+        return reference.hc_post(out, post, comb, streams)
+    # A fresh tensor, not a view: it leaves the block, and FSDP's backward hooks must see it whole.
+    return _compiled_hc_post(out, post, comb, streams)
 
 
 # ----------------------------------------------------------------------------------------------------

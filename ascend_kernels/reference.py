@@ -87,6 +87,49 @@ def sinkhorn(logits: torch.Tensor, iters: int = 20, eps: float = 1e-6) -> torch.
     return comb
 
 
+def hc_pre(
+    streams: torch.Tensor,
+    fn: torch.Tensor,
+    base: torch.Tensor,
+    scale: torch.Tensor,
+    iters: int = 20,
+    eps: float = 1e-6,
+    norm_eps: float = 1e-6,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The mHC weights of one site and the collapsed input of its sublayer.
+
+    streams: [..., n, D] (B, S, then n hyper-connection streams of width D); fn: [(2 + n) * n, n * D],
+    base: [(2 + n) * n], scale: [3] (float32 parameters). In float32: the flattened streams are
+    RMS-normalized (no weight, `norm_eps`) and projected by fn into n pre, n post and n * n comb
+    logits, each scaled by its entry of `scale` and offset by its slice of `base`;
+    pre = sigmoid(.) + eps, post = 2 * sigmoid(.), comb = sinkhorn(., iters, eps).
+    Returns (collapsed, post, comb): collapsed [..., D] = sum_j pre_j * stream_j in streams' dtype,
+    post [..., n] and comb [..., n, n] in float32.
+    """
+    n = streams.shape[-2]
+    wide_streams = _wide(streams)
+    flat = rms_norm(wide_streams.flatten(-2), None, norm_eps)
+    mixes = F.linear(flat, fn.to(flat.dtype))
+    pre, post, comb = mixes.split([n, n, n * n], dim=-1)
+    base, scale = base.to(flat.dtype), scale.to(flat.dtype)
+    pre = torch.sigmoid(pre * scale[0] + base[:n]) + eps
+    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
+    comb = sinkhorn(comb.unflatten(-1, (n, n)) * scale[2] + base[2 * n :].view(n, n), iters, eps)
+    collapsed = (pre.unsqueeze(-1) * wide_streams).sum(dim=-2).to(streams.dtype)
+    return collapsed, post, comb
+
+
+def hc_post(out: torch.Tensor, post: torch.Tensor, comb: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
+    """The mHC update after a sublayer: new_k = post_k * out + sum_j comb[j, k] * stream_j.
+
+    out: [..., D] (the sublayer's output); post: [..., n]; comb: [..., n, n] (rows index the input
+    stream j, columns the output stream k); streams: [..., n, D]. Computed in float32 and cast once
+    to streams' dtype; returns [..., n, D].
+    """
+    mixed = torch.einsum("...jk,...jd->...kd", _wide(comb), _wide(streams))
+    return (_wide(post).unsqueeze(-1) * _wide(out).unsqueeze(-2) + mixed).to(streams.dtype)
+
+
 def document_ids(position_ids: torch.Tensor) -> torch.Tensor:
     """[B, S] document number of each position: a new document starts wherever the position does not
     continue the previous one (packed samples restart their positions at 0)."""
@@ -288,6 +331,8 @@ def _register_all() -> None:
         apply_rope,
         swiglu,
         sinkhorn,
+        hc_pre,
+        hc_post,
         sparse_attention,
         indexer_scores,
         indexer_topk,

@@ -1,5 +1,5 @@
-"""RMSNorm, partial interleaved RoPE, clamped SwiGLU and Sinkhorn: every implementation against the
-float64 reference, forward and backward, in several shapes and dtypes."""
+"""RMSNorm, partial interleaved RoPE, clamped SwiGLU, Sinkhorn and the mHC pre / post mixes: every
+implementation against the float64 reference, forward and backward, in several shapes and dtypes."""
 
 from __future__ import annotations
 
@@ -86,6 +86,52 @@ def test_sinkhorn(backend, shape, iters):
     check_against_reference(
         "sinkhorn", backend, torch.float32, [logits, iters, 1e-6], cast=[0], differentiable=[0]
     )
+
+
+def _hc_inputs(shape, seed):
+    """Streams [..., n, D] and one site's float32 mHC parameters (fn, base, scale), at V4's scales."""
+    generator = torch.Generator().manual_seed(seed)
+    n, width = shape[-2], shape[-1]
+    streams = torch.randn(shape, generator=generator) * 2
+    fn = torch.randn((2 + n) * n, n * width, generator=generator) * (n * width) ** -0.5
+    base = torch.randn((2 + n) * n, generator=generator) * 0.5
+    scale = torch.rand(3, generator=generator) + 0.5
+    return streams, fn, base, scale
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 33, 4, 16), (3, 1, 4, 8), (5, 2, 24)], ids=str)
+def test_hc_pre(backend, dtype, shape):
+    streams, fn, base, scale = _hc_inputs(shape, seed=len(shape) * 100 + shape[-1])
+    # Outputs: the collapsed input (in dtype), post and comb (float32); gradients reach the streams
+    # and all three parameters.
+    check_against_reference(
+        "hc_pre", backend, dtype, [streams, fn, base, scale, 20, 1e-6, 1e-6], cast=[0], differentiable=[0, 1, 2, 3]
+    )
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 33, 4, 16), (3, 1, 4, 8), (5, 2, 24)], ids=str)
+def test_hc_post(backend, dtype, shape):
+    generator = torch.Generator().manual_seed(shape[-1])
+    n, width = shape[-2], shape[-1]
+    out = torch.randn(*shape[:-2], width, generator=generator)
+    post = 2 * torch.rand(*shape[:-2], n, generator=generator)
+    comb = torch.rand(*shape[:-2], n, n, generator=generator)
+    streams = torch.randn(shape, generator=generator)
+    check_against_reference("hc_post", backend, dtype, [out, post, comb, streams], cast=[0, 3], differentiable=[0, 1, 2, 3])
+
+
+def test_hc_post_mixes_input_streams_by_comb_rows():
+    # comb[j, k] carries input stream j into output stream k (transformers applies comb transposed).
+    from ascend_kernels import ops
+
+    streams = torch.arange(8.0).view(1, 1, 2, 4)  # stream 0 = [0..3], stream 1 = [4..7]
+    comb = torch.tensor([[[[0.0, 1.0], [0.0, 0.0]]]])  # only 0 -> 1
+    mixed = ops.hc_post(torch.zeros(1, 1, 4), torch.zeros(1, 1, 2), comb, streams)
+    assert torch.equal(mixed[0, 0, 0], torch.zeros(4)) and torch.equal(mixed[0, 0, 1], streams[0, 0, 0])
 
 
 def test_sinkhorn_is_nearly_doubly_stochastic():

@@ -60,6 +60,24 @@ def test_sinkhorn_matches_the_hyper_connection():
     torch.testing.assert_close(reference.sinkhorn(logits, 20, 1e-6), comb, rtol=1e-5, atol=1e-5)
 
 
+def test_hc_pre_and_post_match_the_decoder_layer():
+    config = types.SimpleNamespace(hc_mult=4, hc_sinkhorn_iters=20, hc_eps=1e-6, rms_norm_eps=1e-6, hidden_size=8)
+    connection = v4.DeepseekV4HyperConnection(config).double()
+    generator = torch.Generator().manual_seed(1)
+    for parameter in connection.parameters():
+        torch.nn.init.normal_(parameter, std=0.3, generator=generator)
+    streams = torch.randn(2, 3, 4, 8, dtype=F64, generator=generator)
+    sublayer_out = torch.randn(2, 3, 8, dtype=F64, generator=generator)
+    post, comb, collapsed = connection(streams)
+    # The decoder layer's update after a sublayer (DeepseekV4DecoderLayer.forward), in float64.
+    theirs = post.unsqueeze(-1) * sublayer_out.unsqueeze(-2) + torch.matmul(comb.transpose(-1, -2), streams)
+    ours_collapsed, ours_post, ours_comb = reference.hc_pre(streams, connection.fn, connection.base, connection.scale, 20, 1e-6, 1e-6)
+    # They run the stream mixes in float32 whatever the parameters' dtype: compare at that precision.
+    for ours, want in ((ours_collapsed, collapsed), (ours_post, post), (ours_comb, comb)):
+        torch.testing.assert_close(ours.to(want.dtype), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(reference.hc_post(sublayer_out, post, comb, streams), theirs, rtol=1e-12, atol=1e-12)
+
+
 def _their_attention(query, kv, compressed, sink, window, extra_bias):
     batch, seq_len, heads, head_dim = query.shape
     module = types.SimpleNamespace(sinks=sink, num_key_value_groups=heads, training=False)

@@ -76,6 +76,24 @@ def _sinkhorn(logits: torch.Tensor, iters: int = 20, eps: float = 1e-6) -> torch
     return comb
 
 
+def _hc_pre(streams, fn, base, scale, iters: int = 20, eps: float = 1e-6, norm_eps: float = 1e-6):
+    # mHC weights from the [..., n, D] streams: pre (collapse), post (expand), comb (Sinkhorn), float32
+    n = streams.shape[-2]
+    flat = _rms_norm(streams.flatten(-2).float(), None, norm_eps)
+    pre, post, comb = F.linear(flat, fn.float()).split([n, n, n * n], dim=-1)
+    base, scale = base.float(), scale.float()
+    pre = torch.sigmoid(pre * scale[0] + base[:n]) + eps
+    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
+    comb = _sinkhorn(comb.unflatten(-1, (n, n)) * scale[2] + base[2 * n :].view(n, n), iters, eps)
+    return (pre.unsqueeze(-1) * streams.float()).sum(dim=-2).to(streams.dtype), post, comb
+
+
+def _hc_post(out, post, comb, streams):
+    # new_k = post_k * out + sum_j comb[j, k] * stream_j, in float32
+    mixed = (comb.unsqueeze(-1) * streams.float().unsqueeze(-2)).sum(dim=-3)
+    return (post.unsqueeze(-1) * out.float().unsqueeze(-2) + mixed).to(streams.dtype)
+
+
 def _document_ids(position_ids: torch.Tensor) -> torch.Tensor:
     starts = torch.ones_like(position_ids, dtype=torch.bool)
     starts[:, 1:] = position_ids[:, 1:] != position_ids[:, :-1] + 1
@@ -195,6 +213,8 @@ rms_norm = _resolve("rms_norm", _rms_norm)
 apply_rope = _resolve("apply_rope", _apply_rope)
 swiglu = _resolve("swiglu", _swiglu)
 sinkhorn = _resolve("sinkhorn", _sinkhorn)
+hc_pre = _resolve("hc_pre", _hc_pre)
+hc_post = _resolve("hc_post", _hc_post)
 sparse_attention = _resolve("sparse_attention", _sparse_attention)
 indexer_scores = _resolve("indexer_scores", _indexer_scores)
 linear_cross_entropy = _resolve("linear_cross_entropy", _linear_cross_entropy)

@@ -370,33 +370,6 @@ class MoE(nn.Module):
         return (routed + self.shared_experts(tokens)).view(batch, seq_len, hidden)
 
 
-def hyper_connection_weights(streams: torch.Tensor, fn, base, scale, config: DeepseekV4Config):
-    """mHC: from the [B, S, n, D] streams, the pre (collapse), post (expand) and comb (n x n,
-    Sinkhorn-projected) weights, all float32."""
-    n = config.hc_mult
-    flat = kernels.rms_norm(streams.flatten(2).float(), None, config.rms_norm_eps)
-    mixes = F.linear(flat, fn.float())
-    pre, post, comb = mixes.split([n, n, n * n], dim=-1)
-    base = base.float()
-    scale = scale.float()
-    pre = torch.sigmoid(pre * scale[0] + base[:n]) + config.hc_eps
-    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
-    comb_logits = comb.view(*comb.shape[:-1], n, n) * scale[2] + base[2 * n :].view(n, n)
-    comb = kernels.sinkhorn(comb_logits, config.hc_sinkhorn_iters, config.hc_eps)
-    return pre, post, comb
-
-
-def mix_streams(comb: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
-    """new_k = sum_j comb[j, k] * stream_j for comb [B, S, n, n] and streams [B, S, n, D].
-
-    n (hc_mult, 4) multiply-adds over whole [B, S, n, D] tensors: a batched matmul here would be
-    B*S products of 4x4 by 4xD matrices, which CPUs run one small matrix at a time."""
-    mixed = comb[..., 0, :].unsqueeze(-1) * streams[..., 0:1, :]
-    for j in range(1, streams.shape[-2]):
-        mixed = mixed + comb[..., j, :].unsqueeze(-1) * streams[..., j : j + 1, :]
-    return mixed
-
-
 class Block(nn.Module):
     """One transformer block: attention and MoE, each wrapped in manifold-constrained hyper-connections."""
 
@@ -414,13 +387,18 @@ class Block(nn.Module):
             self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3, dtype=torch.float32)))
 
     def _wrapped(self, streams, site: str, sublayer, norm, ctx) -> torch.Tensor:
-        dtype = streams.dtype
-        pre, post, comb = hyper_connection_weights(
-            streams, getattr(self, f"hc_{site}_fn"), getattr(self, f"hc_{site}_base"), getattr(self, f"hc_{site}_scale"), self.config
+        config = self.config
+        collapsed, post, comb = kernels.hc_pre(
+            streams,
+            getattr(self, f"hc_{site}_fn"),
+            getattr(self, f"hc_{site}_base"),
+            getattr(self, f"hc_{site}_scale"),
+            config.hc_sinkhorn_iters,
+            config.hc_eps,
+            config.rms_norm_eps,
         )
-        collapsed = (pre.unsqueeze(-1) * streams).sum(dim=2).to(dtype)
         out = sublayer(norm(collapsed), ctx)
-        return post.to(dtype).unsqueeze(-1) * out.unsqueeze(-2) + mix_streams(comb.to(dtype), streams)
+        return kernels.hc_post(out, post, comb, streams)
 
     def forward(self, streams: torch.Tensor, ctx: _Context) -> torch.Tensor:
         streams = self._wrapped(streams, "attn", self.attn, self.attn_norm, ctx)
