@@ -7,10 +7,13 @@ Measured choices (see benchmarks/bench_kernels.py for the side-by-side numbers):
   once, with a warning;
 - Sinkhorn: the same maths with the tokens moved to the last, contiguous axis, so the 20 rounds of
   4-wide row and column sums become whole-vector additions instead of tiny strided reductions;
-- sparse attention: chunked over queries (about one window per chunk) with a hand-written backward
-  that recomputes each chunk, so no [B, H, S, S] tensor is ever held;
-- linear + cross-entropy: in vocabulary slices with an online log-sum-exp, gradients formed slice by
-  slice during the forward, so the [N, V] logits never exist in full;
+- sparse attention: chunked over queries (half a window per chunk), window keys and compressed
+  entries in one product, fused softmax passes, and a hand-written backward that recomputes each
+  chunk, so no [B, H, S, S] tensor is ever held;
+- linear + cross-entropy: gradients formed during the forward, so the [N, V] logits never exist in
+  full: in whole-vocabulary token blocks with one fused (compiled) softmax pass where the vocabulary
+  is narrow enough, three products per token and none repeated; in vocabulary slices with an online
+  log-sum-exp where it is wide;
 - grouped matmul: torch._grouped_mm (bf16 and fp32), whose backward needs a contiguous gradient.
 
 Measured and dropped: a query-chunked indexer scoring (6x less memory than the reference but 1.5-3x
@@ -235,152 +238,148 @@ def hc_post(out, post, comb, streams):
 # Sparse attention, chunked over queries.
 
 
-def _query_chunk_size(batch: int, heads: int, keys_per_query: int, budget_elements: int = 1 << 22) -> int:
-    """Queries per chunk so that one chunk's [B, c, H, keys] logits stay near `budget_elements`."""
-    return max(16, min(1024, budget_elements // max(1, batch * heads * keys_per_query)))
+def _query_chunk_size(window: int, seq_len: int) -> int:
+    """Queries per chunk: half a window. A chunk's keys span chunk + window - 1 positions, so the
+    share of its [chunk, keys] logits that lie inside the window is about 2/3 (1/2 with a whole
+    window per chunk), while its products stay large enough to run near the matmul peak."""
+    return max(16, min(256, window // 2, seq_len))
 
 
-class _AttentionChunk:
-    """Logits, mask and keys of one query chunk [start, end), shared by forward and backward."""
+def _softmax_with_sink(logits, visible, sink, scale: float):
+    """logits [B, c, H, K] (the matmul dtype), visible [B, c, 1, K] bool, sink [H] float32 ->
+    probabilities [B, c, H, K] in logits' dtype and the float32 log-normalizer [B, c, H] (the sink joins
+    every softmax with a zero value)."""
+    scaled = torch.where(visible, logits.float() * scale, float("-inf"))
+    sink_logits = sink.view(1, 1, -1)
+    maximum = torch.maximum(scaled.amax(dim=-1), sink_logits)
+    exponentials = torch.exp(scaled - maximum.unsqueeze(-1))
+    total = exponentials.sum(dim=-1) + torch.exp(sink_logits - maximum)
+    return (exponentials / total.unsqueeze(-1)).to(logits.dtype), maximum + torch.log(total)
 
-    def __init__(self, q, kv, compressed_kv, compressed_indices, thresholds, documents, window, start, end):
-        batch = q.shape[0]
-        self.low = max(0, start - window + 1)
-        self.window_keys = kv[:, self.low : end].float()  # [B, L, D]
-        query_index = torch.arange(start, end, device=q.device).view(-1, 1)
-        key_index = torch.arange(self.low, end, device=q.device).view(1, -1)
-        distance = query_index - key_index
-        window_mask = (distance >= 0) & (distance < window)  # [c, L]
-        same_document = documents[:, start:end].unsqueeze(-1) == documents[:, self.low : end].unsqueeze(1)
-        self.window_mask = window_mask.unsqueeze(0) & same_document  # [B, c, L]
-        self.compressed_keys = compressed_kv.float() if compressed_kv is not None else None  # [B, T, D]
-        if compressed_kv is None:
-            self.compressed_mask = None
-        elif compressed_indices is not None:
-            # CSA: score the chunk against every entry and keep the listed ones. On a CPU, one dense
-            # [c, T] product is cheaper than gathering K entries per query and scattering them back.
+
+def _softmax_backward(logits, visible, log_normalizer, grad_probabilities, delta, scale: float):
+    """From the chunk's recomputed logits: the probabilities (in logits' dtype, for the value
+    gradient) and d(loss)/d(logits) = p * (dP - delta) * scale (in logits' dtype)."""
+    probabilities = torch.where(
+        visible, torch.exp(logits.float() * scale - log_normalizer.unsqueeze(-1)), 0.0
+    )
+    grad_logits = probabilities * (grad_probabilities.float() - delta.unsqueeze(-1)) * scale
+    return probabilities.to(logits.dtype), grad_logits.to(logits.dtype)
+
+
+_compiled_softmax_with_sink = _CompiledOrEager(_softmax_with_sink)
+_compiled_softmax_backward = _CompiledOrEager(_softmax_backward)
+
+
+class _ChunkedAttentionPlan:
+    """What forward and backward share: the chunks, and per chunk its keys (window positions then the
+    compressed entries, one matrix so each product is one matmul) and which of them each query sees."""
+
+    def __init__(self, kv, compressed_kv, compressed_indices, thresholds, documents, window, dtype):
+        batch, seq_len, _ = kv.shape
+        self.window, self.kv = window, kv.to(dtype)
+        self.compressed_kv = compressed_kv.to(dtype) if compressed_kv is not None else None
+        self.documents = documents
+        self.single_document = bool((documents == documents[:, :1]).all())
+        self.chunk = _query_chunk_size(window, seq_len)
+        self.compressed_visible = None
+        if compressed_kv is not None:
             entries = compressed_kv.shape[1]
-            chunk_indices = compressed_indices[:, start:end].long()
-            listed = torch.zeros(batch, end - start, entries + 1, dtype=torch.bool, device=q.device)
-            listed.scatter_(-1, torch.where(chunk_indices >= 0, chunk_indices, entries), True)
-            self.compressed_mask = listed[..., :entries]  # [B, c, T]
-        else:
-            entries = torch.arange(compressed_kv.shape[1], device=q.device)
-            self.compressed_mask = entries.view(1, 1, -1) < thresholds[:, start:end].unsqueeze(-1)  # [B, c, T]
+            if compressed_indices is not None:
+                listed = torch.zeros(batch, seq_len, entries + 1, dtype=torch.bool, device=kv.device)
+                listed.scatter_(-1, torch.where(compressed_indices >= 0, compressed_indices, entries).long(), True)
+                self.compressed_visible = listed[..., :entries]  # [B, S, T]
+            else:
+                positions = torch.arange(entries, device=kv.device)
+                self.compressed_visible = positions.view(1, 1, -1) < thresholds.unsqueeze(-1)
 
-    # Products run on [B, c*H, ...] views with explicit matmuls: einsum's route for the key-gradient
-    # contraction over (chunk, head) was several times slower on this CPU.
-    def logits(self, q_rows: torch.Tensor, scale: float) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """q_rows: [B, c*H, D] float32. Returns masked logits [B, c, H, L] and [B, c, H, T] (or None)."""
-        batch, rows, _ = q_rows.shape
-        window_logits = torch.matmul(q_rows, self.window_keys.transpose(1, 2)).mul_(scale)
-        window_logits = window_logits.view(batch, self.window_mask.shape[1], -1, window_logits.shape[-1])
-        window_logits.masked_fill_(~self.window_mask.unsqueeze(2), float("-inf"))
-        if self.compressed_keys is None:
-            return window_logits, None
-        compressed_logits = torch.matmul(q_rows, self.compressed_keys.transpose(1, 2)).mul_(scale)
-        compressed_logits = compressed_logits.view(batch, self.window_mask.shape[1], -1, compressed_logits.shape[-1])
-        compressed_logits.masked_fill_(~self.compressed_mask.unsqueeze(2), float("-inf"))
-        return window_logits, compressed_logits
+    def chunks(self):
+        seq_len = self.kv.shape[1]
+        for start in range(0, seq_len, self.chunk):
+            yield start, min(seq_len, start + self.chunk)
 
-    def values(self, window_probabilities, compressed_probabilities) -> torch.Tensor:
-        """Probability-weighted keys as [B, c*H, D]."""
-        batch = window_probabilities.shape[0]
-        out = torch.matmul(window_probabilities.view(batch, -1, window_probabilities.shape[-1]), self.window_keys)
-        if self.compressed_keys is not None:
-            out += torch.matmul(
-                compressed_probabilities.view(batch, -1, compressed_probabilities.shape[-1]), self.compressed_keys
-            )
-        return out
+    def keys(self, start: int, end: int) -> tuple[int, torch.Tensor]:
+        """(first window position, keys [B, L + T, D])."""
+        low = max(0, start - self.window + 1)
+        window_keys = self.kv[:, low:end]
+        if self.compressed_kv is None:
+            return low, window_keys
+        return low, torch.cat([window_keys, self.compressed_kv], dim=1)
+
+    def visible(self, start: int, end: int, low: int) -> torch.Tensor:
+        """[B, c, 1, L + T] bool."""
+        device = self.kv.device
+        distance = torch.arange(start, end, device=device).view(-1, 1) - torch.arange(low, end, device=device).view(1, -1)
+        mask = ((distance >= 0) & (distance < self.window)).unsqueeze(0)  # [1, c, L]
+        if not self.single_document:
+            mask = mask & (self.documents[:, start:end].unsqueeze(-1) == self.documents[:, low:end].unsqueeze(1))
+        mask = mask.expand(self.kv.shape[0], -1, -1)
+        if self.compressed_visible is not None:
+            mask = torch.cat([mask, self.compressed_visible[:, start:end]], dim=-1)
+        return mask.unsqueeze(2)
 
 
 class _ChunkedSparseAttention(torch.autograd.Function):
+    """Flash-style attention on the CPU: query chunks of half a window, the products in the inputs'
+    dtype (bf16 products accumulate in float32 and round their result, as every bf16 matmul of the
+    model does), the softmax and its backward in float32 as fused (compiled) passes, and a backward
+    that recomputes each chunk's logits from the saved log-normalizer instead of holding them."""
+
     @staticmethod
     def forward(ctx, query, kv, sink, compressed_kv, compressed_indices, thresholds, documents, window, scale):
         batch, seq_len, heads, head_dim = query.shape
-        compressed_per_query = compressed_kv.shape[1] if compressed_kv is not None else 0
-        # A chunk about one window long: its keys span chunk + window - 1 positions, so the work stays
-        # within 2x of the S x window band (not the S x S square) and a chunk's logits stay small.
-        chunk = min(_query_chunk_size(batch, heads, 2 * window + compressed_per_query), max(64, window))
+        plan = _ChunkedAttentionPlan(kv, compressed_kv, compressed_indices, thresholds, documents, window, query.dtype)
         output = buffers.empty(query.shape, dtype=query.dtype, device=query.device)
         log_normalizer = buffers.empty((batch, seq_len, heads), dtype=torch.float32, device=query.device)
-        sink_logits = sink.float().view(1, 1, heads)
-        for start in range(0, seq_len, chunk):
-            end = min(seq_len, start + chunk)
-            part = _AttentionChunk(
-                query, kv, compressed_kv, compressed_indices, thresholds, documents, window, start, end
-            )
-            q_rows = query[:, start:end].float().reshape(batch, -1, head_dim)  # [B, c*H, D]
-            window_logits, compressed_logits = part.logits(q_rows, scale)
-            maximum = torch.maximum(window_logits.amax(dim=-1), sink_logits)
-            if compressed_logits is not None:
-                maximum = torch.maximum(maximum, compressed_logits.amax(dim=-1))
-            # Exponentials in place of the logits, then normalized in place: one pass each.
-            window_probabilities = window_logits.sub_(maximum.unsqueeze(-1)).exp_()
-            total = torch.exp(sink_logits - maximum) + window_probabilities.sum(-1)
-            compressed_probabilities = None
-            if compressed_logits is not None:
-                compressed_probabilities = compressed_logits.sub_(maximum.unsqueeze(-1)).exp_()
-                total += compressed_probabilities.sum(-1)
-            window_probabilities /= total.unsqueeze(-1)
-            if compressed_probabilities is not None:
-                compressed_probabilities /= total.unsqueeze(-1)
-            values = part.values(window_probabilities, compressed_probabilities)
-            output[:, start:end] = values.view(batch, end - start, heads, head_dim).to(query.dtype)
-            log_normalizer[:, start:end] = maximum + torch.log(total)  # [B, c, H]
+        sink_logits = sink.float()
+        for start, end in plan.chunks():
+            low, keys = plan.keys(start, end)
+            q_rows = query[:, start:end].reshape(batch, -1, head_dim)  # [B, c*H, D]
+            logits = torch.matmul(q_rows, keys.transpose(1, 2)).view(batch, end - start, heads, -1)
+            probabilities, normalizer = _compiled_softmax_with_sink(logits, plan.visible(start, end, low), sink_logits, scale)
+            values = torch.matmul(probabilities.view(batch, -1, keys.shape[1]), keys)
+            output[:, start:end] = values.view(batch, end - start, heads, head_dim)
+            log_normalizer[:, start:end] = normalizer
         ctx.save_for_backward(query, kv, sink, compressed_kv, compressed_indices, thresholds, documents,
                               output, log_normalizer)
-        ctx.window, ctx.scale, ctx.chunk = window, scale, chunk
+        ctx.window, ctx.scale = window, scale
         return output
 
     @staticmethod
     def backward(ctx, grad_output):
         (query, kv, sink, compressed_kv, compressed_indices, thresholds, documents,
          output, log_normalizer) = ctx.saved_tensors
-        window, scale, chunk = ctx.window, ctx.scale, ctx.chunk
-        batch, seq_len, heads, _ = query.shape
+        scale = ctx.scale
+        batch, seq_len, heads, head_dim = query.shape
+        plan = _ChunkedAttentionPlan(kv, compressed_kv, compressed_indices, thresholds, documents, ctx.window, query.dtype)
+        grad_output = grad_output.to(query.dtype)
         grad_query = buffers.empty(query.shape, dtype=query.dtype, device=query.device)
         grad_kv = torch.zeros(kv.shape, dtype=torch.float32, device=kv.device)
-        grad_sink = torch.zeros(heads, dtype=torch.float32, device=sink.device)
-        grad_compressed = (
-            torch.zeros(compressed_kv.shape, dtype=torch.float32, device=kv.device)
-            if compressed_kv is not None else None
-        )
-        sink_logits = sink.float().view(1, 1, heads)
-        head_dim = query.shape[-1]
-        for start in range(0, seq_len, chunk):
-            end = min(seq_len, start + chunk)
-            part = _AttentionChunk(
-                query, kv, compressed_kv, compressed_indices, thresholds, documents, window, start, end
+        entries = compressed_kv.shape[1] if compressed_kv is not None else 0
+        grad_compressed = torch.zeros(compressed_kv.shape, dtype=torch.float32, device=kv.device) if entries else None
+        # delta = sum_j p_j (dO . v_j) = dO . O per (query, head): the softmax-backward correction
+        delta = (grad_output.float() * output.float()).sum(-1)  # [B, S, H]
+        # d(loss)/d(sink_h) = -sum over queries of p_sink * delta
+        grad_sink = -(torch.exp(sink.float().view(1, 1, -1) - log_normalizer) * delta).sum(dim=(0, 1))
+        for start, end in plan.chunks():
+            low, keys = plan.keys(start, end)
+            q_rows = query[:, start:end].reshape(batch, -1, head_dim)
+            grad_rows = grad_output[:, start:end].reshape(batch, -1, head_dim)
+            logits = torch.matmul(q_rows, keys.transpose(1, 2)).view(batch, end - start, heads, -1)
+            grad_probabilities = torch.matmul(grad_rows, keys.transpose(1, 2)).view_as(logits)
+            probabilities, grad_logits = _compiled_softmax_backward(
+                logits, plan.visible(start, end, low), log_normalizer[:, start:end], grad_probabilities,
+                delta[:, start:end], scale,
             )
-            q_rows = query[:, start:end].float().reshape(batch, -1, head_dim)  # [B, c*H, D]
-            grad_rows = grad_output[:, start:end].float().reshape(batch, -1, head_dim)
-            normalizer = log_normalizer[:, start:end].unsqueeze(-1)  # [B, c, H, 1]
-            # delta = sum_j p_j * (dO . v_j) = dO . O, the softmax-backward correction per (query, head).
-            delta = (grad_rows * output[:, start:end].float().reshape(batch, -1, head_dim)).sum(-1)
-            delta = delta.view(batch, end - start, heads, 1)
-            grad_sink -= (torch.exp(sink_logits - normalizer.squeeze(-1)) * delta.squeeze(-1)).sum(dim=(0, 1))
-            window_logits, compressed_logits = part.logits(q_rows, scale)
-            grad_q = None
-            pieces = [(window_logits, part.window_keys, True)]
-            if compressed_logits is not None:
-                pieces.append((compressed_logits, part.compressed_keys, False))
-            for logits, keys, is_window in pieces:
-                probabilities = logits.sub_(normalizer).exp_()  # [B, c, H, keys]
-                grad_probabilities = torch.matmul(grad_rows, keys.transpose(1, 2)).view_as(probabilities)
-                grad_logits = grad_probabilities.sub_(delta).mul_(probabilities)  # softmax backward
-                flat_probabilities = probabilities.view(batch, -1, probabilities.shape[-1])
-                flat_grad_logits = grad_logits.view(batch, -1, grad_logits.shape[-1])
-                piece_grad_q = torch.matmul(flat_grad_logits, keys)
-                grad_q = piece_grad_q if grad_q is None else grad_q.add_(piece_grad_q)
-                # K = V: each key receives its key gradient (through the logits) and its value gradient.
-                grad_keys = torch.matmul(flat_grad_logits.transpose(1, 2), q_rows).mul_(scale)
-                grad_keys += torch.matmul(flat_probabilities.transpose(1, 2), grad_rows)
-                if is_window:
-                    grad_kv[:, part.low : end] += grad_keys
-                else:
-                    grad_compressed += grad_keys
-            grad_query[:, start:end] = (grad_q * scale).view(batch, end - start, heads, head_dim).to(query.dtype)
+            flat_grad_logits = grad_logits.view(batch, -1, keys.shape[1])
+            grad_query[:, start:end] = torch.matmul(flat_grad_logits, keys).view(batch, end - start, heads, head_dim)
+            # K = V: each key gets its key gradient (through the logits) and its value gradient.
+            grad_keys = torch.matmul(flat_grad_logits.transpose(1, 2), q_rows)
+            grad_keys = torch.baddbmm(grad_keys, probabilities.view(batch, -1, keys.shape[1]).transpose(1, 2), grad_rows)
+            window_width = end - low
+            grad_kv[:, low:end] += grad_keys[:, :window_width]
+            if grad_compressed is not None:
+                grad_compressed += grad_keys[:, window_width:]
         return (
             grad_query,
             grad_kv.to(kv.dtype),
@@ -431,6 +430,11 @@ def sparse_attention(
 
 _LOGITS_BUDGET_ELEMENTS = 1 << 23  # one block of float32 logits: 32 MiB
 _MAX_TOKENS_PER_BLOCK = 8192
+# Whole-vocabulary token blocks: [rows, V] logits in the weight's dtype up to 24 MiB (below glibc's
+# 32 MiB mmap threshold, so the block's buffers are reused from the heap instead of page-faulted in
+# afresh), and only when such a block still holds a useful number of rows.
+_FULL_VOCABULARY_BLOCK_BYTES = 24 << 20
+_MIN_FULL_VOCABULARY_ROWS = 512
 
 
 def _vocabulary_slice(num_tokens: int, vocab: int) -> int:
@@ -438,14 +442,45 @@ def _vocabulary_slice(num_tokens: int, vocab: int) -> int:
     return max(256, min(vocab, _LOGITS_BUDGET_ELEMENTS // max(1, num_tokens)))
 
 
-class _ChunkedLinearCrossEntropy(torch.autograd.Function):
-    """Cross-entropy of hidden @ weight.T computed in vocabulary slices.
+def _full_vocabulary_rows(num_tokens: int, vocab: int, element_size: int) -> int:
+    """Rows per whole-vocabulary token block, or 0 when the vocabulary is too wide for one."""
+    rows = _FULL_VOCABULARY_BLOCK_BYTES // max(1, vocab * element_size)
+    if rows < min(num_tokens, _MIN_FULL_VOCABULARY_ROWS):
+        return 0
+    return min(rows, _MAX_TOKENS_PER_BLOCK)
 
-    Pass 1 runs over the slices with an online log-sum-exp and picks each target's logit. When a
-    gradient is wanted, pass 2 recomputes each slice's logits, turns them into softmax minus one-hot,
-    and forms that slice's weight gradient rows (written once, in the weight's dtype) and its share of
-    the hidden gradient. Tokens are processed in blocks of at most 8192 so a slice stays small for any
-    batch; only with several blocks is the weight gradient accumulated (in float32).
+
+def _cross_entropy_rows(logits: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor):
+    """For logits [r, V] (any float dtype), targets [r] (in range) and valid [r] bool: each row's loss
+    (float32, 0 where not valid) and the gradient of their sum, softmax - one_hot (0 where not valid),
+    in logits' dtype. Compiled, the float32 work is two fused passes over the block."""
+    wide = logits.float()
+    maximum = wide.amax(dim=1, keepdim=True)
+    exponentials = (wide - maximum).exp()
+    total = exponentials.sum(dim=1, keepdim=True)
+    keep = valid.unsqueeze(1)
+    row_loss = torch.where(keep, maximum + total.log() - wide.gather(1, targets.unsqueeze(1)), 0.0).squeeze(1)
+    one_hot = torch.arange(wide.shape[1], device=wide.device).unsqueeze(0) == targets.unsqueeze(1)
+    grad = torch.where(keep, exponentials / total - one_hot.float(), 0.0)
+    return row_loss, grad.to(logits.dtype)
+
+
+_compiled_cross_entropy_rows = _CompiledOrEager(_cross_entropy_rows)
+
+
+class _ChunkedLinearCrossEntropy(torch.autograd.Function):
+    """Cross-entropy of hidden @ weight.T, never holding the [N, V] logits whole.
+
+    Two layouts, by vocabulary width:
+    - whole-vocabulary token blocks (vocabularies up to tens of thousands): each block of rows gets
+      its logits from one product, its loss and softmax-minus-one-hot gradient from one fused pass,
+      and its hidden and weight gradients from two more products, all during the forward: three
+      products per token, none repeated;
+    - vocabulary slices (wider vocabularies, e.g. DeepSeek's 129,280): pass 1 runs over the slices with
+      an online log-sum-exp and picks each target's logit; pass 2 recomputes each slice's logits, turns
+      them into softmax minus one-hot, and forms that slice's weight gradient rows (written once, in the
+      weight's dtype) and its share of the hidden gradient. Tokens go in blocks of at most 8192.
+    With several token blocks the weight gradient is accumulated in float32.
     """
 
     @staticmethod
@@ -454,8 +489,9 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
         valid = targets != ignore_index
         count = int(valid.sum())
         want_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        blocks = [(start, min(num_tokens, start + _MAX_TOKENS_PER_BLOCK))
-                  for start in range(0, num_tokens, _MAX_TOKENS_PER_BLOCK)]
+        full_rows = _full_vocabulary_rows(num_tokens, vocab, weight.element_size())
+        block_rows = full_rows or _MAX_TOKENS_PER_BLOCK
+        blocks = [(start, min(num_tokens, start + block_rows)) for start in range(0, num_tokens, block_rows)]
         grad_hidden = torch.zeros(hidden.shape, dtype=torch.float32, device=hidden.device) if want_grad else None
         grad_weight = None
         if want_grad:
@@ -464,45 +500,18 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
                 weight.shape, dtype=torch.float32 if accumulate else weight.dtype, device=weight.device
             )
         loss_sum = torch.zeros((), dtype=torch.float64, device=hidden.device)
+        run_block = _full_vocabulary_block if full_rows else _vocabulary_sliced_block
         for block_start, block_end in blocks:
-            rows = block_end - block_start
-            block_hidden = hidden[block_start:block_end].to(weight.dtype)
             block_valid = valid[block_start:block_end]
-            block_targets = torch.where(block_valid, targets[block_start:block_end], 0).long()
-            columns = _vocabulary_slice(rows, vocab)
-            slices = [(v, min(vocab, v + columns)) for v in range(0, vocab, columns)]
-            running_max = torch.full((rows,), float("-inf"), device=hidden.device)
-            running_sum = torch.zeros(rows, device=hidden.device)
-            target_logits = torch.zeros(rows, device=hidden.device)
-            for low, high in slices:
-                logits = (block_hidden @ weight[low:high].t()).float()
-                inside = (block_targets >= low) & (block_targets < high)
-                local = (block_targets - low).clamp(0, high - low - 1)
-                target_logits += torch.where(inside, logits.gather(1, local.unsqueeze(1)).squeeze(1), 0.0)
-                slice_max = torch.maximum(running_max, logits.amax(dim=1))
-                # In place: the slice's logits are not needed after their exponentials are summed.
-                slice_sum = logits.sub_(slice_max.unsqueeze(1)).exp_().sum(dim=1)
-                running_sum = running_sum * torch.exp(running_max - slice_max) + slice_sum
-                running_max = slice_max
-                del logits  # before the next slice's product is allocated
-            normalizer = running_max + torch.log(running_sum)
-            loss_sum += ((normalizer - target_logits) * block_valid).sum(dtype=torch.float64)
-            if not want_grad:
-                continue
-            for low, high in slices:
-                logits = (block_hidden @ weight[low:high].t()).float()
-                probabilities = logits.sub_(normalizer.unsqueeze(1)).exp_()
-                inside = (block_targets >= low) & (block_targets < high)
-                local = (block_targets - low).clamp(0, high - low - 1)
-                probabilities.scatter_add_(1, local.unsqueeze(1), -inside.float().unsqueeze(1))
-                probabilities *= block_valid.unsqueeze(1)
-                grad_logits = probabilities.to(weight.dtype)
-                grad_hidden[block_start:block_end] += (grad_logits @ weight[low:high]).float()
-                if len(blocks) > 1:
-                    grad_weight[low:high] += (grad_logits.t() @ block_hidden).float()
-                else:  # written in place: rows low..high of the gradient are a contiguous block
-                    torch.mm(grad_logits.t(), block_hidden, out=grad_weight[low:high])
-                del logits, probabilities, grad_logits
+            loss_sum += run_block(
+                hidden[block_start:block_end].to(weight.dtype),
+                weight,
+                torch.where(block_valid, targets[block_start:block_end], 0).long(),
+                block_valid,
+                grad_hidden[block_start:block_end] if want_grad else None,
+                grad_weight,
+                len(blocks) > 1,
+            )
         if count == 0 and reduction == "mean":
             loss = torch.full((), float("nan"), dtype=torch.float64, device=hidden.device)  # as torch does
         else:
@@ -520,6 +529,63 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
         hidden_grad = (grad_hidden * factor).to(hidden_dtype) if ctx.needs_input_grad[0] else None
         weight_grad = (grad_weight * factor.to(grad_weight.dtype)).to(weight_dtype) if ctx.needs_input_grad[1] else None
         return hidden_grad, weight_grad, None, None, None
+
+
+def _add_weight_gradient(grad_weight, grad_logits, block_hidden, accumulate: bool, low: int, high: int) -> None:
+    if accumulate:
+        grad_weight[low:high] += (grad_logits.t() @ block_hidden).float()
+    else:  # written in place: rows low..high of the gradient are a contiguous block
+        torch.mm(grad_logits.t(), block_hidden, out=grad_weight[low:high])
+
+
+def _full_vocabulary_block(block_hidden, weight, block_targets, block_valid, grad_hidden, grad_weight, accumulate):
+    """One token block against the whole vocabulary; returns the block's summed loss (float64) and
+    writes its gradients when `grad_hidden` is given."""
+    logits = block_hidden @ weight.t()
+    row_loss, grad_logits = _compiled_cross_entropy_rows(logits, block_targets, block_valid)
+    del logits
+    if grad_hidden is not None:
+        grad_hidden += (grad_logits @ weight).float()
+        _add_weight_gradient(grad_weight, grad_logits, block_hidden, accumulate, 0, weight.shape[0])
+    return row_loss.sum(dtype=torch.float64)
+
+
+def _vocabulary_sliced_block(block_hidden, weight, block_targets, block_valid, grad_hidden, grad_weight, accumulate):
+    """One token block in vocabulary slices (online log-sum-exp, then the gradient pass)."""
+    rows, vocab = block_hidden.shape[0], weight.shape[0]
+    device = block_hidden.device
+    columns = _vocabulary_slice(rows, vocab)
+    slices = [(v, min(vocab, v + columns)) for v in range(0, vocab, columns)]
+    running_max = torch.full((rows,), float("-inf"), device=device)
+    running_sum = torch.zeros(rows, device=device)
+    target_logits = torch.zeros(rows, device=device)
+    for low, high in slices:
+        logits = (block_hidden @ weight[low:high].t()).float()
+        inside = (block_targets >= low) & (block_targets < high)
+        local = (block_targets - low).clamp(0, high - low - 1)
+        target_logits += torch.where(inside, logits.gather(1, local.unsqueeze(1)).squeeze(1), 0.0)
+        slice_max = torch.maximum(running_max, logits.amax(dim=1))
+        # In place: the slice's logits are not needed after their exponentials are summed.
+        slice_sum = logits.sub_(slice_max.unsqueeze(1)).exp_().sum(dim=1)
+        running_sum = running_sum * torch.exp(running_max - slice_max) + slice_sum
+        running_max = slice_max
+        del logits  # before the next slice's product is allocated
+    normalizer = running_max + torch.log(running_sum)
+    loss = ((normalizer - target_logits) * block_valid).sum(dtype=torch.float64)
+    if grad_hidden is None:
+        return loss
+    for low, high in slices:
+        logits = (block_hidden @ weight[low:high].t()).float()
+        probabilities = logits.sub_(normalizer.unsqueeze(1)).exp_()
+        inside = (block_targets >= low) & (block_targets < high)
+        local = (block_targets - low).clamp(0, high - low - 1)
+        probabilities.scatter_add_(1, local.unsqueeze(1), -inside.float().unsqueeze(1))
+        probabilities *= block_valid.unsqueeze(1)
+        grad_logits = probabilities.to(weight.dtype)
+        grad_hidden += (grad_logits @ weight[low:high]).float()
+        _add_weight_gradient(grad_weight, grad_logits, block_hidden, accumulate, low, high)
+        del logits, probabilities, grad_logits
+    return loss
 
 
 @register("linear_cross_entropy", "cpu")

@@ -77,6 +77,11 @@ def one_rank():
     distributed.close()
 
 
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    """This rank's values: the local shard of a DTensor (FSDP2, TP), the tensor itself otherwise."""
+    return tensor.to_local() if hasattr(tensor, "to_local") else tensor
+
+
 def _engine(one_rank, **train_changes):
     from trex_cli.models.deepseek_v4.config import get_flavor
     from trex_cli.train.trainer import Engine, build_model
@@ -93,12 +98,12 @@ def test_gradient_norm_and_clipping_match_torch(one_rank, cpt_data):
     engine = _engine(one_rank)
     batch = TrainData(cpt_data).collate([0, 1])
     engine.model(batch.input_ids, position_ids=batch.position_ids, loss_mask=batch.loss_mask).loss.backward()
-    local = [p.grad.to_local().clone() for p in engine.parameters]
+    local = [_local(p.grad).clone() for p in engine.parameters]
     expected = torch.linalg.vector_norm(torch.stack([g.double().norm() for g in local]))
     norm = global_grad_norm(engine.parameters, ranks_per_stage=1)
     assert float(norm) == pytest.approx(float(expected), rel=1e-6)
     clip_gradients(engine.parameters, norm, max_norm=float(norm) / 4)
-    clipped = torch.linalg.vector_norm(torch.stack([p.grad.to_local().double().norm() for p in engine.parameters]))
+    clipped = torch.linalg.vector_norm(torch.stack([_local(p.grad).double().norm() for p in engine.parameters]))
     assert float(clipped) == pytest.approx(float(norm) / 4, rel=1e-4)
 
 
@@ -110,12 +115,12 @@ def test_nan_guard_skips_counts_and_stops(one_rank, cpt_data):
     batches = data.micro_batches(0, 2, 1, 0, 1, seed=0)
     first = engine.step(batches)
     assert not first.skipped and math.isfinite(first.loss)
-    before = {n: p.detach().to_local().clone() for n, p in engine.model.named_parameters()}
+    before = {n: _local(p.detach()).clone() for n, p in engine.model.named_parameters()}
     # a block whose output turns NaN: the loss and every gradient behind it become non-finite
     handle = engine.model.layers[1].register_forward_hook(lambda module, inputs, output: output * float("nan"))
     result = engine.step(batches)
     assert result.skipped and engine.skipped_steps == 1
-    after = {n: p.detach().to_local() for n, p in engine.model.named_parameters()}
+    after = {n: _local(p.detach()) for n, p in engine.model.named_parameters()}
     assert all(torch.equal(before[n], after[n]) for n in before)  # a skipped step changes nothing
     with pytest.raises(TrainingDiverged, match="2 steps in a row"):
         engine.step(batches)
@@ -140,7 +145,7 @@ def test_sft_loss_and_gradients_ignore_masked_targets(one_rank, sft_data):
         loss.backward()
         # parameters outside the LM and MTP losses (the indexer's, hash gates') get no gradient at all
         return loss.detach().clone(), {
-            n: None if p.grad is None else p.grad.to_local().clone() for n, p in engine.model.named_parameters()
+            n: None if p.grad is None else _local(p.grad).clone() for n, p in engine.model.named_parameters()
         }
 
     def relative_change(grads, other, names):
@@ -237,3 +242,39 @@ def test_activation_checkpointing_gives_the_same_step(one_rank, cpt_data):
     for plain, recomputed in zip(*results, strict=True):
         assert plain.loss == pytest.approx(recomputed.loss, rel=1e-6)
         assert plain.grad_norm == pytest.approx(recomputed.grad_norm, rel=1e-5)
+
+
+def test_one_rank_mixed_precision_matches_fsdp2_on_one_rank(one_rank, cpt_data):
+    """A one-rank run skips FSDP2 but must compute what FSDP2's mixed precision would: bf16 compute
+    copies of fp32 master weights, gradients accumulated over micro-batches in fp32, and no gradient
+    for a parameter that got none."""
+    import contextlib
+
+    from trex_cli.models.deepseek_v4.config import get_flavor
+    from trex_cli.train.parallelize import OneRankMixedPrecision, apply_fsdp
+    from trex_cli.train.trainer import build_model
+
+    batches = TrainData(cpt_data).micro_batches(0, 2, 1, 0, 1, seed=0)
+
+    def accumulated_grads(model, context):
+        for batch in batches:
+            with context():
+                # no MTP loss: the MTP block does not run and its parameters get no gradient
+                output = model(batch.input_ids, position_ids=batch.position_ids, loss_mask=batch.loss_mask, mtp_loss_weight=0.0)
+                output.loss.backward()
+        return {n: None if p.grad is None else _local(p.grad).clone() for n, p in model.named_parameters()}
+
+    plain = build_model(get_flavor("tiny"), None, seed=0)
+    ours = accumulated_grads(plain, OneRankMixedPrecision(plain, torch.bfloat16).compute)
+    sharded = build_model(get_flavor("tiny"), None, seed=0)
+    apply_fsdp(sharded, one_rank, torch.bfloat16, offload_optimizer=False, expert_parallel=False)
+    theirs = accumulated_grads(sharded, contextlib.nullcontext)
+    assert all(p.dtype == torch.float32 for p in plain.parameters())
+    assert ours.keys() == theirs.keys()
+    assert all(g is None for n, g in ours.items() if n.startswith("mtp."))
+    assert sum(g is not None for g in ours.values()) > 0.7 * len(ours)
+    for name, grad in ours.items():
+        assert (grad is None) == (theirs[name] is None), name
+        if grad is not None:
+            assert grad.dtype == torch.float32, name
+            torch.testing.assert_close(grad, theirs[name], rtol=1e-5, atol=1e-7, msg=name)

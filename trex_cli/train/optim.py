@@ -90,16 +90,21 @@ def global_grad_norm(parameters: list[torch.Tensor], ranks_per_stage: int) -> to
 
     Each rank adds its local squares divided by the number of ranks holding the same piece, then
     one all-reduce over the world sums the pieces: correct for any mix of FSDP shards, TP shards,
-    expert-parallel slices, replicas and pipeline stages.
+    expert-parallel slices, replicas and pipeline stages. Each local piece's norm comes from one
+    foreach call per kind of piece; the squares are summed in float64.
     """
-    total = torch.zeros((), dtype=torch.float64)
+    groups: dict[tuple, list[torch.Tensor]] = {}
     for parameter in parameters:
         grad = parameter.grad
         if grad is None:
             continue
-        local = grad.to_local() if isinstance(grad, DTensor) else grad
+        local = (grad.to_local() if isinstance(grad, DTensor) else grad).detach()
         copies = ranks_per_stage / _distinct_shards(parameter)
-        total += local.detach().double().pow(2).sum().cpu() / copies
+        groups.setdefault((copies, local.device, local.dtype), []).append(local)
+    total = torch.zeros((), dtype=torch.float64)
+    for (copies, _device, _dtype), grads in groups.items():
+        norms = torch.stack(torch._foreach_norm(grads)).double()
+        total += norms.square().sum().cpu() / copies
     if dist.is_initialized() and dist.get_world_size() > 1:
         device_total = total.to(parameters[0].device if parameters else "cpu")
         dist.all_reduce(device_total)
@@ -109,12 +114,16 @@ def global_grad_norm(parameters: list[torch.Tensor], ranks_per_stage: int) -> to
 
 @torch.no_grad()
 def clip_gradients(parameters: list[torch.Tensor], total_norm: torch.Tensor, max_norm: float) -> None:
-    """Scale every gradient by max_norm / total_norm when the norm is above max_norm."""
+    """Scale every gradient by max_norm / total_norm when the norm is above max_norm (one foreach call
+    per mesh: a foreach kernel takes tensors of one mesh only)."""
     if max_norm <= 0:
         return
     scale = max_norm / (float(total_norm) + 1e-6)
     if scale >= 1.0:
         return
+    groups: dict[tuple, list[torch.Tensor]] = {}
     for parameter in parameters:
         if parameter.grad is not None:
-            parameter.grad.mul_(scale)
+            groups.setdefault((_mesh_key(parameter.grad), parameter.grad.dtype), []).append(parameter.grad)
+    for grads in groups.values():
+        torch._foreach_mul_(grads, scale)

@@ -18,6 +18,7 @@ optimizer, so re-running the same command resumes from the last checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -115,7 +116,9 @@ class Engine:
             self.pipeline, make_schedule = build_pipeline(
                 model, distributed, train, seq_len, micro_batches, schedule.micro_batch_size, self.compute_dtype
             )
-        self.model = parallelize(model.to(distributed.device), distributed, train.parallel, self.compute_dtype)
+        self.model, self.mixed_precision = parallelize(
+            model.to(distributed.device), distributed, train.parallel, self.compute_dtype
+        )
         self.model.train()
         if self.pipeline is not None:
             self.pipeline_schedule = make_schedule(self.model)
@@ -144,26 +147,27 @@ class Engine:
             lm_share = _share(target_count(batch, 1), global_targets[0])
             mtp_share = _share(target_count(batch, 2), global_targets[1])
             batch = batch.to(device)
-            output = self.model(
-                batch.input_ids,
-                position_ids=batch.position_ids,
-                loss_mask=batch.loss_mask,
-                mtp_loss_weight=train.mtp_loss_weight,
-                balance_loss_weight=train.balance_loss_weight,
-                indexer_kl_weight=train.indexer_kl_weight,
-            )
-            loss = output.lm_loss * lm_share
-            sums["lm"] += float(output.lm_loss.detach()) * lm_share
-            for key, value, weight, share in (
-                ("mtp", output.mtp_loss, train.mtp_loss_weight, mtp_share),
-                ("balance", output.balance_loss, train.balance_loss_weight, mean_share),
-                ("kl", output.indexer_kl_loss, train.indexer_kl_weight, mean_share),
-            ):
-                if value is not None:
-                    seen.add(key)
-                    sums[key] += float(value.detach()) * share
-                    loss = loss + weight * value * share
-            loss.backward()
+            with self.mixed_precision.compute() if self.mixed_precision else contextlib.nullcontext():
+                output = self.model(
+                    batch.input_ids,
+                    position_ids=batch.position_ids,
+                    loss_mask=batch.loss_mask,
+                    mtp_loss_weight=train.mtp_loss_weight,
+                    balance_loss_weight=train.balance_loss_weight,
+                    indexer_kl_weight=train.indexer_kl_weight,
+                )
+                loss = output.lm_loss * lm_share
+                sums["lm"] += float(output.lm_loss.detach()) * lm_share
+                for key, value, weight, share in (
+                    ("mtp", output.mtp_loss, train.mtp_loss_weight, mtp_share),
+                    ("balance", output.balance_loss, train.balance_loss_weight, mean_share),
+                    ("kl", output.indexer_kl_loss, train.indexer_kl_weight, mean_share),
+                ):
+                    if value is not None:
+                        seen.add(key)
+                        sums[key] += float(value.detach()) * share
+                        loss = loss + weight * value * share
+                loss.backward()
             if output.expert_load is not None and output.expert_load.numel():
                 load = output.expert_load.detach().float()
                 expert_load = load if expert_load is None else expert_load + load
