@@ -164,31 +164,73 @@ def swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float | None = None) -> 
     return _compiled_plain_swiglu(flat_gate, flat_up).view(gate.shape)
 
 
-@register("sinkhorn", "cpu")
-def sinkhorn(logits: torch.Tensor, iters: int = 20, eps: float = 1e-6) -> torch.Tensor:
-    # Layout [row, column, token]: each row or column sum adds n contiguous token vectors.
-    shape, n = logits.shape, logits.shape[-1]
-    wide = logits if logits.dtype == torch.float64 else logits.float()
-    comb = wide.reshape(-1, n, n).permute(1, 2, 0).contiguous()
+def _sinkhorn_rounds(comb: torch.Tensor, iters: int, eps: float) -> torch.Tensor:
+    # comb [n, n, T] float32 logits, tokens last and contiguous: each row or column sum adds n token
+    # vectors. Compiled, the 2 * iters normalizations become one loop (its backward another).
     comb = torch.softmax(comb, dim=1) + eps
     comb = comb / (comb.sum(dim=0, keepdim=True) + eps)
     for _ in range(iters - 1):
         comb = comb / (comb.sum(dim=1, keepdim=True) + eps)
         comb = comb / (comb.sum(dim=0, keepdim=True) + eps)
-    return comb.permute(2, 0, 1).reshape(shape)
+    return comb
+
+
+_compiled_sinkhorn_rounds = _CompiledOrEager(_sinkhorn_rounds)
+
+
+@register("sinkhorn", "cpu")
+def sinkhorn(logits: torch.Tensor, iters: int = 20, eps: float = 1e-6) -> torch.Tensor:
+    shape, n = logits.shape, logits.shape[-1]
+    if logits.dtype == torch.float64:
+        return reference.sinkhorn(logits, iters, eps)
+    comb = logits.float().reshape(-1, n, n).permute(1, 2, 0).contiguous()
+    return _compiled_sinkhorn_rounds(comb, int(iters), float(eps)).permute(2, 0, 1).reshape(shape)
 
 
 # ----------------------------------------------------------------------------------------------------
 # Manifold-constrained hyper-connections: each block site reads and writes four [B, S, D] streams.
+#
+# Both ops have hand-written backward passes: differentiated automatically, the broadcast products
+# over the [N, n, n, D] (stream, stream, channel) space made Inductor write that space out (8x the
+# streams) in the backward. Products with the mix weights run in float32 forward, as V4 does; the
+# gradients that flow back into the streams are formed in the streams' dtype, which is where they end.
+
+_HC_TOKENS_PER_BLOCK = 1024  # float32 copies of one block of flattened streams stay small
 
 
-def _hc_mixes(streams, fn, norm_eps: float):
-    # streams [..., n, D] -> the [..., (2 + n) * n] float32 mixes of the RMS-normalized flattened streams.
-    # The RMS scale is applied to the mixes, not to the n*D inputs: the same product without a
-    # normalized float32 copy of the streams.
-    wide = streams.float()
-    inverse_rms = torch.rsqrt(wide.square().mean((-2, -1)) + norm_eps)
-    return torch.nn.functional.linear(wide.flatten(-2), fn.float()) * inverse_rms.unsqueeze(-1)
+class _StreamMixes(torch.autograd.Function):
+    """mixes = rms(flat) * (flat @ fn.T): the RMS scale is applied to the [N, M] mixes, not to the
+    [N, n*D] inputs (the same product without a normalized float32 copy of the streams)."""
+
+    @staticmethod
+    def forward(ctx, flat, fn, norm_eps: float):
+        # flat [N, n*D] (streams' dtype), fn [M, n*D] -> float32 [N, M]
+        wide_fn = fn.float()
+        raw = torch.empty(flat.shape[0], fn.shape[0], dtype=torch.float32, device=flat.device)
+        inverse_rms = torch.empty(flat.shape[0], dtype=torch.float32, device=flat.device)
+        for start in range(0, flat.shape[0], _HC_TOKENS_PER_BLOCK):
+            block = flat[start : start + _HC_TOKENS_PER_BLOCK].float()
+            inverse_rms[start : start + block.shape[0]] = torch.rsqrt(block.square().mean(-1) + norm_eps)
+            torch.mm(block, wide_fn.t(), out=raw[start : start + block.shape[0]])
+        ctx.save_for_backward(flat, fn, raw, inverse_rms)
+        return raw * inverse_rms.unsqueeze(-1)
+
+    @staticmethod
+    def backward(ctx, grad_mixes):
+        flat, fn, raw, inverse_rms = ctx.saved_tensors
+        grad_mixes = grad_mixes.float()
+        grad_raw = grad_mixes * inverse_rms.unsqueeze(-1)
+        # d inverse_rms / d flat = -inverse_rms^3 * flat / (n*D)
+        coefficient = -(grad_mixes * raw).sum(-1) * inverse_rms.pow(3) / flat.shape[-1]
+        low = grad_raw.to(flat.dtype)
+        grad_flat = _compiled_add_scaled_rows(low @ fn.to(flat.dtype), coefficient, flat)
+        grad_fn = (low.t() @ flat).to(fn.dtype) if ctx.needs_input_grad[1] else None
+        return grad_flat, grad_fn, None
+
+
+def _add_scaled_rows(product, coefficient, flat):
+    # product [N, K] + coefficient [N] * flat [N, K], in flat's dtype
+    return (product.float() + coefficient.unsqueeze(-1) * flat.float()).to(flat.dtype)
 
 
 def _hc_collapse(pre, streams):
@@ -196,34 +238,81 @@ def _hc_collapse(pre, streams):
     return (pre.unsqueeze(-1) * streams.float()).sum(dim=-2).to(streams.dtype)
 
 
-def _hc_post_fused(out, post, comb, streams):
-    # out [..., D], post [..., n], comb [..., n, n], streams [..., n, D]: a broadcast product summed over the
-    # input stream axis, which Inductor turns into one loop (a batched matmul would run B*S 4x4
-    # products one small matrix at a time).
+def _hc_post_forward(out, post, comb, streams):
+    # new_k = post_k * out + sum_j comb[j, k] * stream_j: a product summed over the input stream axis,
+    # which Inductor turns into one loop (a batched matmul would run B*S 4x4 products one at a time)
     mixed = (comb.unsqueeze(-1) * streams.float().unsqueeze(-2)).sum(dim=-3)
     return (post.unsqueeze(-1) * out.float().unsqueeze(-2) + mixed).to(streams.dtype)
 
 
-# Only the passes over the [N, n, D] streams are compiled: the [N, (2 + n) * n] weights in between
-# (sigmoids and the 20 Sinkhorn rounds) cost little eagerly, and compiling them with the rest made
-# one graph that took Inductor over a minute to build on 2 cores.
-_compiled_hc_mixes = _CompiledOrEager(_hc_mixes)
+# The backward of new_k from its gradient g_k [..., n, D], in three graphs (one graph for all four
+# came out half as fast):
+def _hc_post_grad_out_and_post(grad, out, post):
+    # out: sum_k post_k g_k [..., D]; post_k: g_k . out [..., n]
+    wide = grad.float()
+    return (post.unsqueeze(-1) * wide).sum(dim=-2).to(out.dtype), (wide * out.float().unsqueeze(-2)).sum(dim=-1)
+
+
+def _hc_post_grad_comb(grad, streams):
+    # comb[j, k]: stream_j . g_k [..., n, n]
+    return (streams.float().unsqueeze(-2) * grad.float().unsqueeze(-3)).sum(dim=-1)
+
+
+def _hc_post_grad_streams(grad, comb):
+    # stream_j: sum_k comb[j, k] g_k [..., n, D]
+    return (comb.unsqueeze(-1) * grad.float().unsqueeze(-3)).sum(dim=-2).to(grad.dtype)
+
+
+_compiled_add_scaled_rows = _CompiledOrEager(_add_scaled_rows)
 _compiled_hc_collapse = _CompiledOrEager(_hc_collapse)
-_compiled_hc_post = _CompiledOrEager(_hc_post_fused)
+_compiled_hc_post_forward = _CompiledOrEager(_hc_post_forward)
+_compiled_hc_post_grad_out_and_post = _CompiledOrEager(_hc_post_grad_out_and_post)
+_compiled_hc_post_grad_comb = _CompiledOrEager(_hc_post_grad_comb)
+_compiled_hc_post_grad_streams = _CompiledOrEager(_hc_post_grad_streams)
+
+
+class _HcPost(torch.autograd.Function):
+    """Runs on [N, ...] token-flattened views: with [B, S, ...] tensors Inductor picked loop orders
+    that ran these reductions 2.5x slower."""
+
+    @staticmethod
+    def forward(ctx, out, post, comb, streams):
+        n, width = streams.shape[-2:]
+        tokens = (out.reshape(-1, width), post.reshape(-1, n), comb.reshape(-1, n, n), streams.reshape(-1, n, width))
+        ctx.save_for_backward(*tokens)
+        return _compiled_hc_post_forward(*tokens).view(streams.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, post, comb, streams = ctx.saved_tensors
+        shape = grad.shape
+        grad = grad.reshape(streams.shape).contiguous()
+        grad_out, grad_post = _compiled_hc_post_grad_out_and_post(grad, out, post)
+        grad_comb = _compiled_hc_post_grad_comb(grad, streams)
+        grad_streams = _compiled_hc_post_grad_streams(grad, comb)
+        return (
+            grad_out.view(*shape[:-2], shape[-1]),
+            grad_post.to(post.dtype).view(shape[:-1]),
+            grad_comb.to(comb.dtype).view(*shape[:-1], shape[-2]),
+            grad_streams.to(streams.dtype).view(shape),
+        )
 
 
 @register("hc_pre", "cpu")
 def hc_pre(streams, fn, base, scale, iters: int = 20, eps: float = 1e-6, norm_eps: float = 1e-6):
     if not _plain(streams, fn, base, scale) or streams.dtype == torch.float64:
         return reference.hc_pre(streams, fn, base, scale, iters, eps, norm_eps)
-    # The streams go in as they are (no reshape): a view's base would add guards and recompiles.
     n = streams.shape[-2]
-    pre, post, comb = _compiled_hc_mixes(streams, fn, float(norm_eps)).split([n, n, n * n], dim=-1)
+    mixes = _StreamMixes.apply(streams.reshape(-1, n * streams.shape[-1]), fn, float(norm_eps))
+    pre, post, comb = mixes.view(*streams.shape[:-2], -1).split([n, n, n * n], dim=-1)
+    # the [N, (2 + n) * n] weights cost little eagerly; the Sinkhorn rounds are compiled on their own
     base, scale = base.float(), scale.float()
     pre = torch.sigmoid(pre * scale[0] + base[:n]) + eps
     post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
     comb = sinkhorn(comb.unflatten(-1, (n, n)) * scale[2] + base[2 * n :].view(n, n), iters, eps)
-    return _compiled_hc_collapse(pre, streams), post, comb
+    n, width = streams.shape[-2:]
+    collapsed = _compiled_hc_collapse(pre.reshape(-1, n), streams.reshape(-1, n, width))
+    return collapsed.view(*streams.shape[:-2], width), post, comb
 
 
 @register("hc_post", "cpu")
@@ -231,7 +320,7 @@ def hc_post(out, post, comb, streams):
     if not _plain(out, post, comb, streams) or streams.dtype == torch.float64:
         return reference.hc_post(out, post, comb, streams)
     # A fresh tensor, not a view: it leaves the block, and FSDP's backward hooks must see it whole.
-    return _compiled_hc_post(out, post, comb, streams)
+    return _HcPost.apply(out, post, comb, streams)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -129,7 +129,11 @@ class Distributed:
 
 def init_distributed(parallel: ParallelSection) -> Distributed:
     """Join the torchrun job named by the environment (RANK, WORLD_SIZE, MASTER_ADDR...) or start a
-    one-rank group in this process; build both meshes."""
+    one-rank group in this process; build both meshes. Every training process comes through here, so
+    this is also where it sets its host allocator policy (host_memory.py)."""
+    from trex_cli.train.host_memory import keep_freed_memory
+
+    keep_freed_memory()
     device_type, backend = detect_device()
     rank = int(os.environ.get("RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
