@@ -17,8 +17,10 @@ Measured choices (see benchmarks/bench_kernels.py for the side-by-side numbers):
 - grouped matmul: torch._grouped_mm (bf16 and fp32), whose backward needs a contiguous gradient.
 
 Measured and dropped: a query-chunked indexer scoring (6x less memory than the reference but 1.5-3x
-slower on this CPU). Not written: MoE permute / unpermute, whose reference is already one gather and
-one scatter.
+slower on this CPU).
+- MoE permute / unpermute: gathers both ways. Differentiated automatically, each gather's backward
+  is a scatter-add (index_put with accumulate, one row at a time); here the inverse permutation turns
+  every backward into a gather too, and the weighted sum runs fused.
 """
 
 from __future__ import annotations
@@ -184,7 +186,8 @@ def sinkhorn(logits: torch.Tensor, iters: int = 20, eps: float = 1e-6) -> torch.
     if logits.dtype == torch.float64:
         return reference.sinkhorn(logits, iters, eps)
     comb = logits.float().reshape(-1, n, n).permute(1, 2, 0).contiguous()
-    return _compiled_sinkhorn_rounds(comb, int(iters), float(eps)).permute(2, 0, 1).reshape(shape)
+    # back to tokens-first and contiguous: kernels that read comb later follow its strides
+    return _compiled_sinkhorn_rounds(comb, int(iters), float(eps)).permute(2, 0, 1).contiguous().view(shape)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -233,34 +236,49 @@ def _add_scaled_rows(product, coefficient, flat):
     return (product.float() + coefficient.unsqueeze(-1) * flat.float()).to(flat.dtype)
 
 
+# Sums over the n (hc_mult, 4) streams are written out term by term: as a reduction, Inductor kept the
+# float32 sum in a buffer of its own (twice the size of the bf16 result, and above glibc's mmap
+# threshold for the [N, n, D] ones, so page-faulted in afresh at every call) before casting it.
+
+
 def _hc_collapse(pre, streams):
-    # pre [..., n] float32, streams [..., n, D] -> sum_j pre_j * stream_j [..., D] in streams' dtype
-    return (pre.unsqueeze(-1) * streams.float()).sum(dim=-2).to(streams.dtype)
+    # pre [N, n] float32, streams [N, n, D] -> sum_j pre_j * stream_j [N, D] in streams' dtype
+    total = pre[:, 0:1] * streams[:, 0].float()
+    for j in range(1, streams.shape[1]):
+        total = total + pre[:, j : j + 1] * streams[:, j].float()
+    return total.to(streams.dtype)
 
 
 def _hc_post_forward(out, post, comb, streams):
-    # new_k = post_k * out + sum_j comb[j, k] * stream_j: a product summed over the input stream axis,
-    # which Inductor turns into one loop (a batched matmul would run B*S 4x4 products one at a time)
-    mixed = (comb.unsqueeze(-1) * streams.float().unsqueeze(-2)).sum(dim=-3)
-    return (post.unsqueeze(-1) * out.float().unsqueeze(-2) + mixed).to(streams.dtype)
+    # new_k = post_k * out + sum_j comb[j, k] * stream_j for out [N, D], post [N, n], comb [N, n, n],
+    # streams [N, n, D] -> [N, n, D] in streams' dtype
+    total = post.unsqueeze(-1) * out.float().unsqueeze(1)
+    for j in range(streams.shape[1]):
+        total = total + comb[:, j].unsqueeze(-1) * streams[:, j : j + 1].float()
+    return total.to(streams.dtype)
 
 
-# The backward of new_k from its gradient g_k [..., n, D], in three graphs (one graph for all four
+# The backward of new_k from its gradient g_k [N, n, D], in three graphs (one graph for all four
 # came out half as fast):
 def _hc_post_grad_out_and_post(grad, out, post):
-    # out: sum_k post_k g_k [..., D]; post_k: g_k . out [..., n]
-    wide = grad.float()
-    return (post.unsqueeze(-1) * wide).sum(dim=-2).to(out.dtype), (wide * out.float().unsqueeze(-2)).sum(dim=-1)
+    # out: sum_k post_k g_k [N, D]; post_k: g_k . out [N, n]
+    grad_out = post[:, 0:1] * grad[:, 0].float()
+    for k in range(1, grad.shape[1]):
+        grad_out = grad_out + post[:, k : k + 1] * grad[:, k].float()
+    return grad_out.to(out.dtype), (grad.float() * out.float().unsqueeze(1)).sum(dim=-1)
 
 
 def _hc_post_grad_comb(grad, streams):
-    # comb[j, k]: stream_j . g_k [..., n, n]
+    # comb[j, k]: stream_j . g_k [N, n, n]
     return (streams.float().unsqueeze(-2) * grad.float().unsqueeze(-3)).sum(dim=-1)
 
 
 def _hc_post_grad_streams(grad, comb):
-    # stream_j: sum_k comb[j, k] g_k [..., n, D]
-    return (comb.unsqueeze(-1) * grad.float().unsqueeze(-3)).sum(dim=-2).to(grad.dtype)
+    # stream_j: sum_k comb[j, k] g_k [N, n, D] in grad's dtype
+    total = comb[:, :, 0:1] * grad[:, 0:1].float()
+    for k in range(1, grad.shape[1]):
+        total = total + comb[:, :, k : k + 1] * grad[:, k : k + 1].float()
+    return total.to(grad.dtype)
 
 
 _compiled_add_scaled_rows = _CompiledOrEager(_add_scaled_rows)
@@ -272,13 +290,17 @@ _compiled_hc_post_grad_streams = _CompiledOrEager(_hc_post_grad_streams)
 
 
 class _HcPost(torch.autograd.Function):
-    """Runs on [N, ...] token-flattened views: with [B, S, ...] tensors Inductor picked loop orders
-    that ran these reductions 2.5x slower."""
+    """Runs on contiguous [N, ...] token-flattened operands: with a strided comb (Sinkhorn's
+    token-last layout) Inductor ordered the loops by its strides and ran the backward 5-10x slower."""
 
     @staticmethod
     def forward(ctx, out, post, comb, streams):
         n, width = streams.shape[-2:]
-        tokens = (out.reshape(-1, width), post.reshape(-1, n), comb.reshape(-1, n, n), streams.reshape(-1, n, width))
+        # contiguous [N, ...] operands: Inductor orders its loops by the inputs' strides
+        tokens = tuple(
+            t.reshape(shape).contiguous()
+            for t, shape in ((out, (-1, width)), (post, (-1, n)), (comb, (-1, n, n)), (streams, (-1, n, width)))
+        )
         ctx.save_for_backward(*tokens)
         return _compiled_hc_post_forward(*tokens).view(streams.shape)
 
@@ -313,6 +335,17 @@ def hc_pre(streams, fn, base, scale, iters: int = 20, eps: float = 1e-6, norm_ep
     n, width = streams.shape[-2:]
     collapsed = _compiled_hc_collapse(pre.reshape(-1, n), streams.reshape(-1, n, width))
     return collapsed.view(*streams.shape[:-2], width), post, comb
+
+
+@register("hc_head", "cpu")
+def hc_head(streams, fn, base, scale, eps: float = 1e-6, norm_eps: float = 1e-6):
+    if not _plain(streams, fn, base, scale) or streams.dtype == torch.float64:
+        return reference.hc_head(streams, fn, base, scale, eps, norm_eps)
+    n, width = streams.shape[-2:]
+    mixes = _StreamMixes.apply(streams.reshape(-1, n * width), fn, float(norm_eps))
+    pre = torch.sigmoid(mixes * scale.float() + base.float()) + eps
+    collapsed = _compiled_hc_collapse(pre, streams.reshape(-1, n, width))
+    return collapsed.view(*streams.shape[:-2], width)
 
 
 @register("hc_post", "cpu")
@@ -356,7 +389,13 @@ def _softmax_backward(logits, visible, log_normalizer, grad_probabilities, delta
     return probabilities.to(logits.dtype), grad_logits.to(logits.dtype)
 
 
+def _rowwise_dot(a, b):
+    # sum over the last axis of a * b, in float32
+    return (a.float() * b.float()).sum(-1)
+
+
 _compiled_softmax_with_sink = _CompiledOrEager(_softmax_with_sink)
+_compiled_rowwise_dot = _CompiledOrEager(_rowwise_dot)
 _compiled_softmax_backward = _CompiledOrEager(_softmax_backward)
 
 
@@ -446,19 +485,20 @@ class _ChunkedSparseAttention(torch.autograd.Function):
         grad_kv = torch.zeros(kv.shape, dtype=torch.float32, device=kv.device)
         entries = compressed_kv.shape[1] if compressed_kv is not None else 0
         grad_compressed = torch.zeros(compressed_kv.shape, dtype=torch.float32, device=kv.device) if entries else None
-        # delta = sum_j p_j (dO . v_j) = dO . O per (query, head): the softmax-backward correction
-        delta = (grad_output.float() * output.float()).sum(-1)  # [B, S, H]
-        # d(loss)/d(sink_h) = -sum over queries of p_sink * delta
-        grad_sink = -(torch.exp(sink.float().view(1, 1, -1) - log_normalizer) * delta).sum(dim=(0, 1))
+        grad_sink = torch.zeros(heads, dtype=torch.float32, device=query.device)
         for start, end in plan.chunks():
             low, keys = plan.keys(start, end)
             q_rows = query[:, start:end].reshape(batch, -1, head_dim)
             grad_rows = grad_output[:, start:end].reshape(batch, -1, head_dim)
+            normalizer = log_normalizer[:, start:end]
+            # delta = sum_j p_j (dO . v_j) = dO . O per (query, head): the softmax-backward correction
+            delta = _compiled_rowwise_dot(grad_output[:, start:end], output[:, start:end])  # [B, c, H]
+            # d(loss)/d(sink_h) = -sum over queries of p_sink * delta
+            grad_sink -= (torch.exp(sink.float().view(1, 1, -1) - normalizer) * delta).sum(dim=(0, 1))
             logits = torch.matmul(q_rows, keys.transpose(1, 2)).view(batch, end - start, heads, -1)
             grad_probabilities = torch.matmul(grad_rows, keys.transpose(1, 2)).view_as(logits)
             probabilities, grad_logits = _compiled_softmax_backward(
-                logits, plan.visible(start, end, low), log_normalizer[:, start:end], grad_probabilities,
-                delta[:, start:end], scale,
+                logits, plan.visible(start, end, low), normalizer, grad_probabilities, delta, scale,
             )
             flat_grad_logits = grad_logits.view(batch, -1, keys.shape[1])
             grad_query[:, start:end] = torch.matmul(flat_grad_logits, keys).view(batch, end - start, heads, head_dim)
@@ -691,6 +731,107 @@ def linear_cross_entropy(
     if not _plain(hidden, weight):
         return reference.linear_cross_entropy(hidden, weight, targets, ignore_index=ignore_index, reduction=reduction)
     return _ChunkedLinearCrossEntropy.apply(hidden, weight, targets, ignore_index, reduction)
+
+
+# ----------------------------------------------------------------------------------------------------
+# MoE token permutation.
+
+
+class _GatherRows(torch.autograd.Function):
+    """permuted[r] = tokens[sorted_order[r] // k]; the backward sums each token's k rows, found
+    through the inverse permutation (a gather, not a scatter-add)."""
+
+    @staticmethod
+    def forward(ctx, tokens, sorted_order, inverse_order, top_k: int):
+        ctx.save_for_backward(inverse_order)
+        ctx.top_k = top_k
+        return tokens.index_select(0, sorted_order // top_k)
+
+    @staticmethod
+    def backward(ctx, grad_permuted):
+        (inverse_order,) = ctx.saved_tensors
+        rows = grad_permuted.index_select(0, inverse_order).view(-1, ctx.top_k, grad_permuted.shape[-1])
+        return _compiled_sum_slots(rows), None, None, None
+
+
+def _sum_slots(rows):
+    # rows [N, k, D] -> sum over k [N, D] (float32 sum, rows' dtype out)
+    total = rows[:, 0].float()
+    for slot in range(1, rows.shape[1]):
+        total = total + rows[:, slot].float()
+    return total.to(rows.dtype)
+
+
+def _weighted_slots(rows, weights):
+    # rows [N, k, D], weights [N, k] -> sum_j weights[:, j] * rows[:, j] [N, D] in rows' dtype
+    total = weights[:, 0:1].float() * rows[:, 0].float()
+    for slot in range(1, rows.shape[1]):
+        total = total + weights[:, slot : slot + 1].float() * rows[:, slot].float()
+    return total.to(rows.dtype)
+
+
+def _slot_dots(rows, grad):
+    # rows [N, k, D], grad [N, D] -> rows[:, j] . grad [N, k] in float32
+    return (rows.float() * grad.float().unsqueeze(1)).sum(-1)
+
+
+def _scaled_rows(grad, weights):
+    # grad [M, D] * weights [M] in grad's dtype
+    return (grad.float() * weights.float().unsqueeze(-1)).to(grad.dtype)
+
+
+_compiled_sum_slots = _CompiledOrEager(_sum_slots)
+_compiled_weighted_slots = _CompiledOrEager(_weighted_slots)
+_compiled_slot_dots = _CompiledOrEager(_slot_dots)
+_compiled_scaled_rows = _CompiledOrEager(_scaled_rows)
+
+
+class _ScatterRows(torch.autograd.Function):
+    """out[n] = sum_j topk_weights[n, j] * expert_output[row of (n, j)], by gathering each token's rows
+    in slot order; the backward gathers as well."""
+
+    @staticmethod
+    def forward(ctx, expert_output, sorted_order, inverse_order, topk_weights):
+        num_tokens, top_k = topk_weights.shape
+        rows = expert_output.index_select(0, inverse_order).view(num_tokens, top_k, -1)
+        ctx.save_for_backward(rows, sorted_order, topk_weights)
+        return _compiled_weighted_slots(rows, topk_weights)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        rows, sorted_order, topk_weights = ctx.saved_tensors
+        top_k = topk_weights.shape[1]
+        grad_out = grad_out.contiguous()
+        grad_expert = None
+        if ctx.needs_input_grad[0]:
+            source = grad_out.index_select(0, sorted_order // top_k)
+            grad_expert = _compiled_scaled_rows(source, topk_weights.reshape(-1).index_select(0, sorted_order))
+        grad_weights = _compiled_slot_dots(rows, grad_out).to(topk_weights.dtype) if ctx.needs_input_grad[3] else None
+        return grad_expert, None, None, grad_weights
+
+
+def _inverse_order(sorted_order: torch.Tensor) -> torch.Tensor:
+    inverse = torch.empty_like(sorted_order)
+    inverse[sorted_order] = torch.arange(sorted_order.numel(), device=sorted_order.device)
+    return inverse
+
+
+@register("moe_permute", "cpu")
+def moe_permute(tokens: torch.Tensor, topk_ids: torch.Tensor, num_experts: int):
+    if not _plain(tokens, topk_ids) or tokens.dtype == torch.float64:
+        return reference.moe_permute(tokens, topk_ids, num_experts)
+    flat_ids = topk_ids.reshape(-1)
+    sorted_order = torch.argsort(flat_ids, stable=True)
+    tokens_per_expert = torch.bincount(flat_ids, minlength=num_experts)
+    permuted = _GatherRows.apply(tokens, sorted_order, _inverse_order(sorted_order), topk_ids.shape[1])
+    return permuted, tokens_per_expert, sorted_order
+
+
+@register("moe_unpermute", "cpu")
+def moe_unpermute(expert_output: torch.Tensor, sorted_order: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+    if not _plain(expert_output, topk_weights) or expert_output.dtype == torch.float64:
+        return reference.moe_unpermute(expert_output, sorted_order, topk_weights)
+    return _ScatterRows.apply(expert_output, sorted_order, _inverse_order(sorted_order), topk_weights)
 
 
 # ----------------------------------------------------------------------------------------------------

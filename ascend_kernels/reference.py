@@ -130,6 +130,28 @@ def hc_post(out: torch.Tensor, post: torch.Tensor, comb: torch.Tensor, streams: 
     return (_wide(post).unsqueeze(-1) * _wide(out).unsqueeze(-2) + mixed).to(streams.dtype)
 
 
+def hc_head(
+    streams: torch.Tensor,
+    fn: torch.Tensor,
+    base: torch.Tensor,
+    scale: torch.Tensor,
+    eps: float = 1e-6,
+    norm_eps: float = 1e-6,
+) -> torch.Tensor:
+    """The mHC head: collapses the streams into one hidden state (after the last block, and in each MTP
+    block), with sigmoid weights and no Sinkhorn.
+
+    streams: [..., n, D]; fn: [n, n * D], base: [n], scale: [1] (float32 parameters). In float32: the
+    flattened streams are RMS-normalized (no weight, `norm_eps`) and projected by fn; pre =
+    sigmoid(mix * scale + base) + eps. Returns sum_j pre_j * stream_j [..., D] in streams' dtype.
+    """
+    wide_streams = _wide(streams)
+    flat = rms_norm(wide_streams.flatten(-2), None, norm_eps)
+    mixes = F.linear(flat, fn.to(flat.dtype))
+    pre = torch.sigmoid(mixes * scale.to(flat.dtype) + base.to(flat.dtype)) + eps
+    return (pre.unsqueeze(-1) * wide_streams).sum(dim=-2).to(streams.dtype)
+
+
 def document_ids(position_ids: torch.Tensor) -> torch.Tensor:
     """[B, S] document number of each position: a new document starts wherever the position does not
     continue the previous one (packed samples restart their positions at 0)."""
@@ -333,6 +355,7 @@ def _register_all() -> None:
         sinkhorn,
         hc_pre,
         hc_post,
+        hc_head,
         sparse_attention,
         indexer_scores,
         indexer_topk,

@@ -1,4 +1,4 @@
-"""RMSNorm, partial interleaved RoPE, clamped SwiGLU, Sinkhorn and the mHC pre / post mixes: every
+"""RMSNorm, partial interleaved RoPE, clamped SwiGLU, Sinkhorn and the mHC pre / post / head mixes: every
 implementation against the float64 reference, forward and backward, in several shapes and dtypes."""
 
 from __future__ import annotations
@@ -108,6 +108,21 @@ def test_hc_pre(backend, dtype, shape):
     # and all three parameters.
     check_against_reference(
         "hc_pre", backend, dtype, [streams, fn, base, scale, 20, 1e-6, 1e-6], cast=[0], differentiable=[0, 1, 2, 3]
+    )
+
+
+@pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 33, 4, 16), (3, 1, 4, 8), (5, 2, 24)], ids=str)
+def test_hc_head(backend, dtype, shape):
+    generator = torch.Generator().manual_seed(shape[-1] + 7)
+    n, width = shape[-2], shape[-1]
+    streams = torch.randn(shape, generator=generator) * 2
+    fn = torch.randn(n, n * width, generator=generator) * (n * width) ** -0.5
+    base = torch.randn(n, generator=generator) * 0.5
+    scale = torch.rand(1, generator=generator) + 0.5
+    check_against_reference(
+        "hc_head", backend, dtype, [streams, fn, base, scale, 1e-6, 1e-6], cast=[0], differentiable=[0, 1, 2, 3]
     )
 
 

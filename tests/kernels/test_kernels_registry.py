@@ -26,7 +26,7 @@ def fresh_choice(monkeypatch):
 def test_every_operator_has_a_reference_and_a_public_function():
     names = ascend_kernels.operators()
     assert set(names) >= {
-        "rms_norm", "apply_rope", "swiglu", "sinkhorn", "hc_pre", "hc_post", "sparse_attention", "indexer_scores", "indexer_topk",
+        "rms_norm", "apply_rope", "swiglu", "sinkhorn", "hc_pre", "hc_post", "hc_head", "sparse_attention", "indexer_scores", "indexer_topk",
         "linear_cross_entropy", "moe_permute", "moe_unpermute", "grouped_matmul",
     }
     for name in names:
@@ -36,7 +36,7 @@ def test_every_operator_has_a_reference_and_a_public_function():
 
 def test_automatic_choice_on_cpu_prefers_the_cpu_backend():
     assert registry.resolve("rms_norm", "cpu")[0] == "cpu"
-    assert registry.resolve("moe_permute", "cpu")[0] == "reference"  # no faster CPU version registered
+    assert registry.resolve("indexer_topk", "cpu")[0] == "reference"  # no faster CPU version registered
     assert registry.resolve("rms_norm", "meta")[0] == "reference"  # an unknown device gets the reference
 
 
@@ -68,10 +68,10 @@ def test_without_configure_each_choice_is_logged_at_first_use(caplog):
     with caplog.at_level(logging.INFO, logger="ascend_kernels"):
         for _ in range(3):
             ops.sinkhorn(torch.randn(4, 3, 3))
-            ops.moe_permute(torch.randn(4, 8), torch.zeros(4, 1, dtype=torch.long), 2)
+            ops.indexer_scores(torch.randn(1, 8, 2, 4), torch.randn(1, 2, 4), torch.rand(1, 8, 2), 0.5)
     messages = [r.getMessage() for r in caplog.records]
     assert sum("sinkhorn on cpu uses cpu" in m for m in messages) == 1
-    assert sum("moe_permute on cpu uses reference" in m for m in messages) == 1
+    assert sum("indexer_scores on cpu uses reference" in m for m in messages) == 1
 
 
 def test_forced_backend_that_cannot_run_here_is_a_clear_error():

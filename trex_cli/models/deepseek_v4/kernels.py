@@ -94,6 +94,13 @@ def _hc_post(out, post, comb, streams):
     return (post.unsqueeze(-1) * out.float().unsqueeze(-2) + mixed).to(streams.dtype)
 
 
+def _hc_head(streams, fn, base, scale, eps: float = 1e-6, norm_eps: float = 1e-6):
+    # sigmoid collapse of the [..., n, D] streams (no Sinkhorn), in float32
+    flat = _rms_norm(streams.flatten(-2).float(), None, norm_eps)
+    pre = torch.sigmoid(F.linear(flat, fn.float()) * scale.float() + base.float()) + eps
+    return (pre.unsqueeze(-1) * streams.float()).sum(dim=-2).to(streams.dtype)
+
+
 def _document_ids(position_ids: torch.Tensor) -> torch.Tensor:
     starts = torch.ones_like(position_ids, dtype=torch.bool)
     starts[:, 1:] = position_ids[:, 1:] != position_ids[:, :-1] + 1
@@ -215,6 +222,7 @@ swiglu = _resolve("swiglu", _swiglu)
 sinkhorn = _resolve("sinkhorn", _sinkhorn)
 hc_pre = _resolve("hc_pre", _hc_pre)
 hc_post = _resolve("hc_post", _hc_post)
+hc_head = _resolve("hc_head", _hc_head)
 sparse_attention = _resolve("sparse_attention", _sparse_attention)
 indexer_scores = _resolve("indexer_scores", _indexer_scores)
 linear_cross_entropy = _resolve("linear_cross_entropy", _linear_cross_entropy)

@@ -419,10 +419,7 @@ class HyperHead:
 
     @staticmethod
     def collapse(streams, fn, base, scale, config: DeepseekV4Config) -> torch.Tensor:
-        flat = kernels.rms_norm(streams.flatten(2).float(), None, config.rms_norm_eps)
-        mixes = F.linear(flat, fn.float())
-        pre = torch.sigmoid(mixes * scale.float() + base.float()) + config.hc_eps
-        return (pre.unsqueeze(-1) * streams).sum(dim=2).to(streams.dtype)
+        return kernels.hc_head(streams, fn, base, scale, config.hc_eps, config.rms_norm_eps)
 
 
 def _head_parameters(module: nn.Module, config: DeepseekV4Config) -> None:
