@@ -554,6 +554,41 @@ def sparse_attention(
 
 
 # ----------------------------------------------------------------------------------------------------
+# The indexer KL loss's target, chunked over queries.
+
+_KL_TARGET_QUERIES_PER_CHUNK = 256
+
+
+def _selected_softmax_mean(logits, selected, scale: float):
+    # logits [B, c, H, T] (the product's dtype), selected [B, c, 1, T] -> mean over heads of the softmax
+    # over the selected entries, float32 [B, c, T] (zeros where none is selected)
+    scaled = torch.where(selected, logits.float() * scale, float("-inf"))
+    maximum = scaled.amax(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float32).min)
+    exponentials = torch.exp(scaled - maximum)
+    total = exponentials.sum(dim=-1, keepdim=True)
+    return torch.where(total > 0, exponentials / total, 0.0).mean(dim=2)
+
+
+_compiled_selected_softmax_mean = _CompiledOrEager(_selected_softmax_mean)
+
+
+@register("indexer_kl_target", "cpu")
+def indexer_kl_target(query, compressed_kv, selected, scale: float):
+    if not _plain(query, compressed_kv) or query.dtype == torch.float64:
+        return reference.indexer_kl_target(query, compressed_kv, selected, scale)
+    batch, seq_len, heads, head_dim = query.shape
+    with torch.no_grad():
+        keys = compressed_kv.to(query.dtype).transpose(1, 2)  # [B, D, T]
+        target = torch.empty(batch, seq_len, compressed_kv.shape[1], dtype=torch.float32, device=query.device)
+        for start in range(0, seq_len, _KL_TARGET_QUERIES_PER_CHUNK):
+            end = min(seq_len, start + _KL_TARGET_QUERIES_PER_CHUNK)
+            rows = query[:, start:end].reshape(batch, -1, head_dim)
+            logits = torch.matmul(rows, keys).view(batch, end - start, heads, -1)
+            target[:, start:end] = _compiled_selected_softmax_mean(logits, selected[:, start:end].unsqueeze(2), float(scale))
+    return target
+
+
+# ----------------------------------------------------------------------------------------------------
 # Linear + cross-entropy, chunked over tokens.
 
 

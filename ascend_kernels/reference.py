@@ -152,6 +152,21 @@ def hc_head(
     return (pre.unsqueeze(-1) * wide_streams).sum(dim=-2).to(streams.dtype)
 
 
+def indexer_kl_target(
+    query: torch.Tensor, compressed_kv: torch.Tensor, selected: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """The target of the lightning indexer's KL loss: the main attention over each query's selected
+    compressed entries, averaged over heads (no gradient flows through it).
+
+    query: [B, S, H, D]; compressed_kv: [B, T, D]; selected: [B, S, T] bool. Per head, a softmax of
+    scale * q . k over the selected entries; a query with none selected gets zeros. Float32 [B, S, T].
+    """
+    with torch.no_grad():
+        logits = torch.einsum("bshd,btd->bsht", _wide(query), _wide(compressed_kv)) * scale
+        logits = logits.masked_fill(~selected.unsqueeze(2), float("-inf"))
+        return torch.softmax(logits, dim=-1).nan_to_num(0.0).mean(dim=2).float()
+
+
 def document_ids(position_ids: torch.Tensor) -> torch.Tensor:
     """[B, S] document number of each position: a new document starts wherever the position does not
     continue the previous one (packed samples restart their positions at 0)."""
@@ -356,6 +371,7 @@ def _register_all() -> None:
         hc_pre,
         hc_post,
         hc_head,
+        indexer_kl_target,
         sparse_attention,
         indexer_scores,
         indexer_topk,

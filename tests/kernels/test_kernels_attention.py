@@ -103,6 +103,27 @@ def test_indexer_scores(backend, dtype, shape):
 
 
 @pytest.mark.parametrize("backend", backend_params())
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 300, 4, 32, 20), (1, 40, 8, 16, 9)], ids=str)
+def test_indexer_kl_target(backend, dtype, shape):
+    """The attention over each query's selected entries, head-averaged: rows sum to 1 over the selected
+    entries and are all zero where none is selected (the first queries, before any entry is complete)."""
+    batch, seq_len, heads, head_dim, entries = shape
+    generator = torch.Generator().manual_seed(seq_len + entries)
+    query = torch.randn(batch, seq_len, heads, head_dim, generator=generator)
+    keys = torch.randn(batch, entries, head_dim, generator=generator)
+    selected = torch.rand(batch, seq_len, entries, generator=generator) < 0.4
+    selected[:, :3] = False
+    check_against_reference("indexer_kl_target", backend, dtype, [query, keys, selected, head_dim**-0.5], cast=[0, 1])
+    from kernels_testing import implementation
+
+    target = implementation("indexer_kl_target", backend)(query, keys, selected, head_dim**-0.5)
+    assert torch.all(target[:, :3] == 0) and torch.all(target[~selected] == 0)
+    has_entries = selected.any(-1)
+    torch.testing.assert_close(target.sum(-1)[has_entries], torch.ones(int(has_entries.sum())), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", backend_params())
 @pytest.mark.parametrize("topk", [4, 100], ids=["topk4", "topk-above-entries"])
 def test_indexer_topk(backend, topk):
     batch, seq_len, heads, head_dim, ratio = 2, 48, 4, 16, 4

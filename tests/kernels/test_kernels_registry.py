@@ -26,7 +26,7 @@ def fresh_choice(monkeypatch):
 def test_every_operator_has_a_reference_and_a_public_function():
     names = ascend_kernels.operators()
     assert set(names) >= {
-        "rms_norm", "apply_rope", "swiglu", "sinkhorn", "hc_pre", "hc_post", "hc_head", "sparse_attention", "indexer_scores", "indexer_topk",
+        "rms_norm", "apply_rope", "swiglu", "sinkhorn", "hc_pre", "hc_post", "hc_head", "sparse_attention", "indexer_scores", "indexer_topk", "indexer_kl_target",
         "linear_cross_entropy", "moe_permute", "moe_unpermute", "grouped_matmul",
     }
     for name in names:

@@ -249,15 +249,19 @@ class OneRankMixedPrecision:
     def __init__(self, model: nn.Module, compute_dtype: torch.dtype):
         self.parameters = [p for p in model.parameters() if p.requires_grad]
         self.compute_dtype = compute_dtype
+        # Persistent buffers for the compute copies and the fp32 gradients: written in place every
+        # step instead of allocated afresh (fresh pages cost a page fault each on first touch).
+        self.compute_copies = [torch.empty_like(p, dtype=compute_dtype) for p in self.parameters]
+        self.grad_buffers = [torch.empty_like(p) for p in self.parameters]
 
     @contextlib.contextmanager
     def compute(self) -> Iterator[None]:
         masters = [p.data for p in self.parameters]
         master_grads = [p.grad for p in self.parameters]
         with torch.no_grad():
-            for parameter, master in zip(self.parameters, masters, strict=True):
+            for parameter, master, copy in zip(self.parameters, masters, self.compute_copies, strict=True):
                 parameter.grad = None
-                parameter.data = master.to(self.compute_dtype)
+                parameter.data = copy.copy_(master)
         try:
             yield
         finally:
@@ -267,7 +271,8 @@ class OneRankMixedPrecision:
                     parameter.data = master
                     if grad is not None:
                         if master_grads[index] is None:
-                            master_grads[index] = grad.to(master.dtype)
+                            # a gradient left from the previous step is no longer the parameter's
+                            master_grads[index] = self.grad_buffers[index].copy_(grad)
                         else:
                             master_grads[index].add_(grad)
                     parameter.grad = master_grads[index]

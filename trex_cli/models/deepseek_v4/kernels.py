@@ -101,6 +101,14 @@ def _hc_head(streams, fn, base, scale, eps: float = 1e-6, norm_eps: float = 1e-6
     return (pre.unsqueeze(-1) * streams.float()).sum(dim=-2).to(streams.dtype)
 
 
+def _indexer_kl_target(query, compressed_kv, selected, scale: float):
+    # mean over heads of each head's softmax over the selected entries (no gradient), float32
+    with torch.no_grad():
+        logits = torch.einsum("bshd,btd->bsht", query.float(), compressed_kv.float()) * scale
+        logits = logits.masked_fill(~selected.unsqueeze(2), float("-inf"))
+        return torch.softmax(logits, dim=-1).nan_to_num(0.0).mean(dim=2)
+
+
 def _document_ids(position_ids: torch.Tensor) -> torch.Tensor:
     starts = torch.ones_like(position_ids, dtype=torch.bool)
     starts[:, 1:] = position_ids[:, 1:] != position_ids[:, :-1] + 1
@@ -225,6 +233,7 @@ hc_post = _resolve("hc_post", _hc_post)
 hc_head = _resolve("hc_head", _hc_head)
 sparse_attention = _resolve("sparse_attention", _sparse_attention)
 indexer_scores = _resolve("indexer_scores", _indexer_scores)
+indexer_kl_target = _resolve("indexer_kl_target", _indexer_kl_target)
 linear_cross_entropy = _resolve("linear_cross_entropy", _linear_cross_entropy)
 moe_permute = _resolve("moe_permute", _moe_permute)
 moe_unpermute = _resolve("moe_unpermute", _moe_unpermute)

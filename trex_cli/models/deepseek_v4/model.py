@@ -235,9 +235,11 @@ class Attention(nn.Module):
         # values carried the keys' rotation: undo it at the query position before mixing heads
         output = kernels.apply_rope(output, cos, sin, inverse=True)
         groups = self.config.o_groups
-        grouped = output.reshape(batch, seq_len, groups, -1)
-        weight = self.wo_a.weight.view(groups, self.config.o_lora_rank, -1)
-        low_rank = torch.einsum("bsgi,goi->bsgo", grouped, weight).flatten(2)
+        # one product per group of heads on its slice of the channels (strided views, no copies; a
+        # batched product over groups would first move the group axis to the front, twice)
+        parts = output.reshape(batch, seq_len, -1).chunk(groups, dim=-1)
+        weights = self.wo_a.weight.chunk(groups, dim=0)
+        low_rank = torch.cat([F.linear(part, weight) for part, weight in zip(parts, weights, strict=True)], dim=-1)
         return self.wo_b(low_rank)
 
     def decode(self, x: torch.Tensor, ctx: _Context, cache: dict, pool_ctx: _Context) -> torch.Tensor:
@@ -285,10 +287,7 @@ class Attention(nn.Module):
         rows = selected.any(-1)
         if not bool(rows.any()):
             return index_scores.new_zeros(())
-        with torch.no_grad():
-            logits = torch.einsum("bshd,btd->bsht", query.float(), compressed_kv.float()) * scale
-            logits = logits.masked_fill(~selected.unsqueeze(2), float("-inf"))
-            target = torch.softmax(logits, dim=-1).nan_to_num(0.0).mean(dim=2)  # [B, S, T]
+        target = kernels.indexer_kl_target(query.detach(), compressed_kv.detach(), selected, scale)  # [B, S, T]
         log_indexer = torch.log_softmax(index_scores.masked_fill(~selected, float("-inf")), dim=-1)
         per_entry = torch.where(selected, target * (torch.log(target.clamp_min(1e-20)) - log_indexer), 0.0)
         return per_entry.sum(-1)[rows].mean()
