@@ -14,7 +14,9 @@ Measured choices (see benchmarks/bench_kernels.py for the side-by-side numbers):
   full: in whole-vocabulary token blocks with one fused (compiled) softmax pass where the vocabulary
   is narrow enough, three products per token and none repeated; in vocabulary slices with an online
   log-sum-exp where it is wide;
-- grouped matmul: torch._grouped_mm (bf16 and fp32), whose backward needs a contiguous gradient.
+- grouped matmul: one product per expert on a bucketed row count, so oneDNN's per-shape kernels are
+  compiled once and reused across steps (torch._grouped_mm's CPU path is the same loop, on exact
+  row counts, and recompiled kernels at every step).
 
 Measured and dropped: a query-chunked indexer scoring (6x less memory than the reference but 1.5-3x
 slower on this CPU).
@@ -873,17 +875,70 @@ def moe_unpermute(expert_output: torch.Tensor, sorted_order: torch.Tensor, topk_
 # Grouped matmul.
 
 
-class _ContiguousGradient(torch.autograd.Function):
-    """Identity whose backward hands on a contiguous gradient: torch._grouped_mm's backward rejects the
-    zero-stride gradients that reductions like y.sum() produce."""
+# oneDNN generates (JIT-compiles) a kernel for every new matmul shape and caches it by shape. The
+# rows each expert gets change at every step, so an exact per-expert product would compile about a
+# thousand kernels per training step of the `small` flavor (a third of the grouped products' time).
+# Each expert's product therefore runs on a row count rounded up to a multiple of this bucket, so the
+# shapes recur and the cached kernels serve them.
+_EXPERT_ROWS_BUCKET = 64
+
+
+def _bucketed(rows: int, total: int) -> int:
+    return min(total, -(-rows // _EXPERT_ROWS_BUCKET) * _EXPERT_ROWS_BUCKET)
+
+
+def _per_expert_rows_product(a: torch.Tensor, matrices, counts: list[int], out_features: int) -> torch.Tensor:
+    """out[rows of e] = a[rows of e] @ matrices(e) for the consecutive row groups of `counts`.
+
+    Each product covers the bucketed number of rows from the group's first row; the extra rows
+    belong to later groups, whose own products (run after, in order) overwrite them. A group too
+    close to the end takes its window ending at the last row and copies out its own rows."""
+    total = a.shape[0]
+    out = buffers.empty((total, out_features), dtype=a.dtype, device=a.device)
+    first = 0
+    for expert, count in enumerate(counts):
+        if count:
+            rows = _bucketed(count, total)
+            if first + rows <= total:
+                torch.mm(a[first : first + rows], matrices(expert), out=out[first : first + rows])
+            else:
+                start = total - rows
+                window = torch.mm(a[start:], matrices(expert))
+                out[first : first + count] = window[first - start : first - start + count]
+        first += count
+    return out
+
+
+class _BucketedGroupedMatmul(torch.autograd.Function):
+    """y[rows of e] = x[rows of e] @ weight[e].T with every product on a bucketed row count."""
 
     @staticmethod
-    def forward(ctx, tensor):
-        return tensor.view_as(tensor)
+    def forward(ctx, x, weight, counts: list[int]):
+        ctx.save_for_backward(x, weight)
+        ctx.counts = counts
+        return _per_expert_rows_product(x, lambda e: weight[e].t(), counts, weight.shape[1])
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.contiguous()
+        x, weight = ctx.saved_tensors
+        counts = ctx.counts
+        grad = grad.contiguous()
+        grad_x = _per_expert_rows_product(grad, lambda e: weight[e], counts, weight.shape[2]) if ctx.needs_input_grad[0] else None
+        grad_weight = None
+        if ctx.needs_input_grad[1]:
+            # The weight gradient sums over the group's rows: its bucketed form pads with zero rows.
+            grad_weight = torch.zeros_like(weight)
+            first = 0
+            for expert, count in enumerate(counts):
+                if count:
+                    rows = -(-count // _EXPERT_ROWS_BUCKET) * _EXPERT_ROWS_BUCKET
+                    padded_grad = grad.new_zeros(rows, grad.shape[1])
+                    padded_x = x.new_zeros(rows, x.shape[1])
+                    padded_grad[:count] = grad[first : first + count]
+                    padded_x[:count] = x[first : first + count]
+                    torch.mm(padded_grad.t(), padded_x, out=grad_weight[expert])
+                first += count
+        return grad_x, grad_weight, None
 
 
 @register("grouped_matmul", "cpu")
@@ -895,8 +950,7 @@ def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, tokens_per_expert: tor
         or x.shape[0] == 0
     ):
         return reference.grouped_matmul(x, weight, tokens_per_expert)
-    offsets = torch.cumsum(tokens_per_expert, dim=0).to(torch.int32)
-    output = torch._grouped_mm(x, weight.transpose(1, 2), offs=offsets)
-    return _ContiguousGradient.apply(output)
-
-
+    counts = [int(c) for c in tokens_per_expert.tolist()]
+    if sum(counts) != x.shape[0]:
+        raise ValueError(f"grouped_matmul: tokens_per_expert sums to {sum(counts)} but x has {x.shape[0]} rows")
+    return _BucketedGroupedMatmul.apply(x, weight, counts)

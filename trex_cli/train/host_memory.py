@@ -23,7 +23,7 @@ _M_TRIM_THRESHOLD = -1
 _M_TOP_PAD = -2
 _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD_LIMIT = 32 << 20  # glibc refuses larger values (HEAP_MAX_SIZE / 2 on 64-bit)
-_NEVER_TRIM = 2**31 - 1
+_NEVER_TRIM = -1  # mallopt(3): -1 disables trimming completely
 _TOP_PAD = 64 << 20  # grow the heap in 64 MiB steps
 
 _state: bool | None = None
@@ -41,8 +41,9 @@ def keep_freed_memory() -> bool:
         return False  # another allocator serves malloc: glibc's settings would not matter
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.gnu_get_libc_version  # glibc only: musl has no such tuning
-    except (OSError, AttributeError):
+    except OSError:
+        return False
+    if not hasattr(libc, "gnu_get_libc_version"):  # glibc only: musl has no such tuning
         return False
     _state = all(
         libc.mallopt(option, value) == 1
