@@ -422,30 +422,41 @@ class _ChunkedAttentionPlan:
             else:
                 positions = torch.arange(entries, device=kv.device)
                 self.compressed_visible = positions.view(1, 1, -1) < thresholds.unsqueeze(-1)
+            # Entries are causal: a chunk needs only those up to the last one any of its queries sees
+            # (on average half of them), so its products stop there.
+            index = torch.arange(entries, device=kv.device)
+            last_seen = torch.where(self.compressed_visible.any(dim=0), index, -1).amax(dim=-1).tolist()  # [S]
+            self.entries_used = {start: max(last_seen[start:end]) + 1 for start, end in self.chunks()}
 
     def chunks(self):
         seq_len = self.kv.shape[1]
         for start in range(0, seq_len, self.chunk):
             yield start, min(seq_len, start + self.chunk)
 
+    def used(self, start: int) -> int:
+        """How many compressed entries (from the first) the chunk starting at `start` attends to."""
+        return self.entries_used[start] if self.compressed_kv is not None else 0
+
     def keys(self, start: int, end: int) -> tuple[int, torch.Tensor]:
-        """(first window position, keys [B, L + T, D])."""
+        """(first window position, keys [B, L + T_used, D])."""
         low = max(0, start - self.window + 1)
         window_keys = self.kv[:, low:end]
-        if self.compressed_kv is None:
+        used = self.used(start)
+        if not used:
             return low, window_keys
-        return low, torch.cat([window_keys, self.compressed_kv], dim=1)
+        return low, torch.cat([window_keys, self.compressed_kv[:, :used]], dim=1)
 
     def visible(self, start: int, end: int, low: int) -> torch.Tensor:
-        """[B, c, 1, L + T] bool."""
+        """[B, c, 1, L + T_used] bool."""
         device = self.kv.device
         distance = torch.arange(start, end, device=device).view(-1, 1) - torch.arange(low, end, device=device).view(1, -1)
         mask = ((distance >= 0) & (distance < self.window)).unsqueeze(0)  # [1, c, L]
         if not self.single_document:
             mask = mask & (self.documents[:, start:end].unsqueeze(-1) == self.documents[:, low:end].unsqueeze(1))
         mask = mask.expand(self.kv.shape[0], -1, -1)
-        if self.compressed_visible is not None:
-            mask = torch.cat([mask, self.compressed_visible[:, start:end]], dim=-1)
+        used = self.used(start)
+        if used:
+            mask = torch.cat([mask, self.compressed_visible[:, start:end, :used]], dim=-1)
         return mask.unsqueeze(2)
 
 
@@ -509,8 +520,9 @@ class _ChunkedSparseAttention(torch.autograd.Function):
             grad_keys = torch.baddbmm(grad_keys, probabilities.view(batch, -1, keys.shape[1]).transpose(1, 2), grad_rows)
             window_width = end - low
             grad_kv[:, low:end] += grad_keys[:, :window_width]
-            if grad_compressed is not None:
-                grad_compressed += grad_keys[:, window_width:]
+            used = plan.used(start)
+            if used:
+                grad_compressed[:, :used] += grad_keys[:, window_width:]
         return (
             grad_query,
             grad_kv.to(kv.dtype),

@@ -140,8 +140,9 @@ class SavedTensorMeter:
 
 @pytest.mark.parametrize(("flavor", "batch", "seq_len"), [("tiny", 2, 128), ("small", 1, 256)])
 def test_activation_estimate_within_25_percent_of_saved_tensors(flavor, batch, seq_len, automatic_kernels):
-    """With the kernels trex trains with on CPU (the registry's automatic choice). Measured: the
-    estimate is within 2% with compiled kernels and within 20% when torch.compile is unavailable."""
+    """With the kernels trex trains with on CPU (the registry's automatic choice), which the CPU
+    cluster profile models as the fused set. Measured: 1.02x (tiny) and 1.18x (small) of the saved
+    tensors."""
     torch.manual_seed(0)
     config = get_flavor(flavor)
     model = DeepseekV4ForCausalLM(config).to(torch.bfloat16).train()

@@ -43,7 +43,7 @@ class ClusterProfile:
     host_memory_gb: float  # host memory per node available for swapped optimizer state
     host_link_bandwidth_gbps: float  # host <-> device per rank, GB/s
     collective_buffer_mb: float = 256.0  # per communicator (HCCL_BUFFSIZE / NCCL buffers)
-    kernels: str = "fused"  # "fused" device kernels, or "eager": trex's CPU path (see memory.py)
+    kernels: str = "fused"  # "fused": trex's CPU kernels and the NPU/GPU ones; "eager": plain torch (see memory.py)
 
     @property
     def usable_memory_bytes(self) -> float:
@@ -121,7 +121,7 @@ PROFILES: dict[str, ClusterProfile] = {
         scale_out_latency_us=100.0,
         host_memory_gb=24.0,
         host_link_bandwidth_gbps=10.0,
-        kernels="eager",
+        kernels="fused",  # trex's CPU kernels save what the fused set saves (tests/plan)
     ),
 }
 # The H200 is an H100 with more and faster HBM; everything else (NVLink, InfiniBand, peak) is the same.

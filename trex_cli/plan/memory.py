@@ -9,11 +9,12 @@ double buffer on the device.
 
 Activations are the tensors a block saves for its backward pass, counted per token for each layer
 type (sliding window, CSA, HCA) and split by sequence parallel (token-sized tensors) or TP
-(head-sized tensors). Two kernel sets are modelled: `eager` is trex's own CPU path (held within a
-few percent of the tensors autograd saves on the tiny and small flavors, tests/plan), which keeps
-fp32 copies in the mHC mixers and Sinkhorn, the indexer's fp32 scores and an fp32 expert combine;
-`fused` is the NPU/GPU kernel set, which keeps none of those. Both keep only the inputs, output and
-softmax statistics of the attention core (flash-style). Full recompute keeps each layer's input
+(head-sized tensors). Two kernel sets are modelled: `fused` is the set trex trains with, its CPU
+kernels (held within 20% of the tensors autograd saves on the tiny and small flavors, tests/plan)
+and the NPU/GPU ones, with hand-written backward passes that keep only their inputs; `eager` is
+plain differentiated torch, which also keeps fp32 copies in the mHC mixers and Sinkhorn, the
+indexer's fp32 scores and an fp32 expert combine. Both keep only the inputs, output and softmax
+statistics of the attention core (flash-style). Full recompute keeps each layer's input
 streams and rebuilds one layer at a time in backward; a pipeline stage holds activations for as many
 micro-batches as its (interleaved) 1F1B schedule has in flight.
 """
@@ -131,7 +132,7 @@ def activation_elements_per_token(shape: ModelShape, kind: str, layout: Layout, 
     Token-sized tensors are split by sequence parallel (sp), head-sized ones by TP; the single shared
     KV head, the low-rank query and the indexer are replicated across TP ranks. Both kernels keep
     the attention core's inputs, output and log-sum-exp only (trex's CPU path is chunked, as flash
-    attention is); `eager` adds what trex's torch path keeps around the core: fp32 copies in mHC and
+    attention is); `eager` adds what plain torch keeps around the core: fp32 copies in mHC and
     Sinkhorn, the indexer's fp32 scores over all compressed entries, the fp32 expert combine.
     """
     hidden, tp = shape.hidden_size, layout.tp
