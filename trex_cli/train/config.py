@@ -37,7 +37,8 @@ class ParallelSection:
     tp: int = 1
     ep: int = 1
     pp: int = 1
-    pp_schedule: Literal["1F1B", "GPipe"] = "1F1B"
+    pp_schedule: Literal["1F1B", "GPipe", "Interleaved1F1B"] = "1F1B"
+    pp_virtual_stages: int = 1  # stages per pipeline rank: 1, or >= 2 with "Interleaved1F1B" (T-Rex: VPP 4)
     # layer slots that hold no block, so stages get equal slot counts (T-Rex V4-Pro: [3, 62, 63]);
     # empty: no-op slots are appended at the end when pp does not divide the layer count
     noop_layer_slots: list[int] = field(default_factory=list)

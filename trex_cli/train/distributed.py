@@ -71,6 +71,13 @@ class Layout:
         for key in ("pp", "tp", "ep", "dp_replicate"):
             if getattr(parallel, key) < 1:
                 raise ValueError(f"[train.parallel] {key} = {getattr(parallel, key)}: must be 1 or more")
+        interleaved = parallel.pp_schedule == "Interleaved1F1B"
+        if parallel.pp_virtual_stages < 1 or (parallel.pp_virtual_stages > 1) != interleaved:
+            raise ValueError(
+                f"[train.parallel] pp_virtual_stages = {parallel.pp_virtual_stages} with pp_schedule = "
+                f"{parallel.pp_schedule!r}: interleaved 1F1B needs pp_virtual_stages >= 2, the other schedules "
+                "take 1; set both (e.g. pp_schedule = \"Interleaved1F1B\", pp_virtual_stages = 2)"
+            )
         if world_size % fixed:
             raise ValueError(
                 f"[train.parallel] pp x tp x dp_replicate = {fixed} does not divide the {world_size} ranks; "

@@ -1,11 +1,15 @@
-"""Pipeline parallelism with `torch.distributed.pipelining` (GPipe or 1F1B) and no-op layer padding.
+"""Pipeline parallelism with `torch.distributed.pipelining` (GPipe, 1F1B or interleaved 1F1B) and
+no-op layer padding.
 
 Layer slots: the model's layers are laid out as `num_hidden_layers + len(noop)` slots, where the no-op
 slots (T-Rex puts them at 3, 62 and 63 for V4-Pro's 61 layers on PP 8 x VPP 4) hold no block, so
-every stage gets the same number of slots when the layer count does not divide. Stage s takes slots
-[s * k, (s + 1) * k); without explicit no-op slots they are appended at the end as needed.
+every stage gets the same number of slots when the layer count does not divide. With pp ranks and v
+virtual stages per rank there are pp * v stages; stage s takes slots [s * k, (s + 1) * k); without
+explicit no-op slots they are appended at the end as needed. Interleaved (v > 1) places stages round
+robin as torch's ScheduleInterleaved1F1B expects: rank r holds stages r, r + pp, r + 2 pp, ...
+(so rank 0 holds the embedding and rank pp - 1 the head).
 
-Each rank keeps only its stage of the model, under the full model's parameter names (blocks live in
+Each rank keeps only its stages of the model, under the full model's parameter names (blocks live in
 a ModuleDict keyed by their layer index), so checkpoints and the HF export see one model. What
 travels between stages is two float tensors per micro-batch: the mHC residual streams and the
 embeddings of the next tokens (computed on the first stage, consumed by the MTP block on the last,
@@ -29,7 +33,8 @@ from torch import nn
 
 
 def stage_layers(num_layers: int, pp: int, noop_slots: list[int]) -> list[list[int]]:
-    """Real layer indices of each stage, after padding with no-op slots."""
+    """Real layer indices of each of `pp` stages (pipeline ranks x virtual stages), after padding
+    with no-op slots."""
     noop = sorted(set(noop_slots))
     total = num_layers + len(noop)
     if not noop and total % pp:
@@ -38,7 +43,7 @@ def stage_layers(num_layers: int, pp: int, noop_slots: list[int]) -> list[list[i
     if total % pp:
         raise ValueError(
             f"[train.parallel] {num_layers} layers + {len(noop)} no-op slots = {total} slots do not split into "
-            f"pp = {pp} equal stages; add or remove entries of noop_layer_slots"
+            f"{pp} equal stages (pp x pp_virtual_stages); add or remove entries of noop_layer_slots"
         )
     if any(s < 0 or s >= total for s in noop):
         raise ValueError(f"[train.parallel] noop_layer_slots {noop} must lie in 0 .. {total - 1}")
@@ -82,16 +87,25 @@ class StageStatistics:
 
 
 class StageRunner:
-    """This rank's stage: the pruned model, its forward, and the micro-batch queue it reads."""
+    """This rank's stages: the pruned model, each stage's forward, and the micro-batch queues they read.
 
-    def __init__(self, model: nn.Module, stage_index: int, num_stages: int, layers: list[int], train, seq_len: int):
+    One stage per rank (1F1B, GPipe) or several (interleaved): `stages` are their global indices. The
+    model keeps the blocks of all of them; `is_first` / `is_last` say whether this rank holds the
+    pipeline's first stage (the embedding) / last stage (the head, the MTP block and the LM losses).
+    """
+
+    def __init__(
+        self, model: nn.Module, stages: list[int], num_stages: int, layers: dict[int, list[int]], train, seq_len: int
+    ):
         self.model = model
-        self.stage_index, self.num_stages = stage_index, num_stages
-        self.is_first, self.is_last = stage_index == 0, stage_index == num_stages - 1
-        self.layer_indices = layers
+        self.stages, self.num_stages = list(stages), num_stages
+        self.stage_index = self.stages[0]
+        self.is_first, self.is_last = 0 in self.stages, num_stages - 1 in self.stages
+        self.layers_of = {stage: list(layers[stage]) for stage in self.stages}
+        self.layer_indices = [index for stage in self.stages for index in self.layers_of[stage]]
         self.train = train
         config = model.config
-        model.layers = nn.ModuleDict({str(i): model.layers[i] for i in layers})
+        model.layers = nn.ModuleDict({str(i): model.layers[i] for i in self.layer_indices})
         if not self.is_first:
             del model.embed
         if not self.is_last:
@@ -104,18 +118,28 @@ class StageRunner:
         has_entries = seq_len // config.compress_rate_csa > 0
         self.indexer_layers_total = sum(1 for i in all_blocks if config.layer_type(i) == "compressed_sparse_attention") if has_entries else 0
         self.routed_rows = config.num_hidden_layers + mtp_blocks  # rows of the model's expert_load
-        self.queue: collections.deque = collections.deque()
-        self.shares: collections.deque = collections.deque()
+        # every stage runs every micro-batch once: a queue per stage
+        self.queues: dict[int, collections.deque] = {stage: collections.deque() for stage in self.stages}
+        self.shares: dict[int, collections.deque] = {stage: collections.deque() for stage in self.stages}
         self.statistics = StageStatistics()
         model.forward = functools.partial(StageRunner.forward, self)
 
-    def blocks(self) -> list[tuple[int, nn.Module]]:
-        blocks = [(i, self.model.layers[str(i)]) for i in self.layer_indices]
-        if self.is_last:
+    def push(self, batch, shares: tuple[float, float, float]) -> None:
+        """Queue one micro-batch (and its loss shares) for every stage on this rank."""
+        for stage in self.stages:
+            self.queues[stage].append(batch)
+            self.shares[stage].append(shares)
+
+    def blocks(self, stage: int | None = None) -> list[tuple[int, nn.Module]]:
+        """(global block index, block) of one stage, or of all this rank's stages; the last stage also
+        has the MTP blocks."""
+        stages = self.stages if stage is None else [stage]
+        blocks = [(i, self.model.layers[str(i)]) for s in stages for i in self.layers_of[s]]
+        if self.num_stages - 1 in stages:
             blocks += [(self.model.config.num_hidden_layers + j, block) for j, block in enumerate(self.model.mtp)]
         return blocks
 
-    def _auxiliary(self, ctx, batch: int, seq_len: int, mean_share: float) -> torch.Tensor:
+    def _auxiliary(self, ctx, stage: int, batch: int, seq_len: int, mean_share: float) -> torch.Tensor:
         model, train = self.model, self.train
         total = torch.zeros((), device=ctx.position_ids.device)
         learned = sum(1 for scores, _ in ctx.router_stats if scores is not None)
@@ -127,33 +151,37 @@ class StageRunner:
             kl = torch.stack(ctx.indexer_kl).sum() / self.indexer_layers_total
             self.statistics.kl += float(kl.detach()) * mean_share
             total = total + train.indexer_kl_weight * kl
-        loads = torch.stack([torch.bincount(ids.reshape(-1), minlength=model.config.n_routed_experts) for _, ids in ctx.router_stats])
-        rows = torch.zeros(self.routed_rows, model.config.n_routed_experts, device=loads.device)
-        for (global_index, _block), load in zip(self.blocks(), loads, strict=True):
-            rows[global_index] = load.float()
+        rows = torch.zeros(self.routed_rows, model.config.n_routed_experts, device=ctx.position_ids.device)
+        if ctx.router_stats:
+            loads = torch.stack(
+                [torch.bincount(ids.reshape(-1), minlength=model.config.n_routed_experts) for _, ids in ctx.router_stats]
+            )
+            for (global_index, _block), load in zip(self.blocks(stage), loads, strict=True):
+                rows[global_index] = load.float()
         self.statistics.expert_load = rows if self.statistics.expert_load is None else self.statistics.expert_load + rows
         return total * mean_share
 
-    def forward(self, *inputs):
+    def forward(self, *inputs, stage: int | None = None):
         from trex_cli.models.deepseek_v4 import kernels
         from trex_cli.models.deepseek_v4.model import HyperHead
 
+        stage = self.stage_index if stage is None else stage
         model = self.model
-        batch = self.queue.popleft()
-        lm_share, mtp_share, mean_share = self.shares.popleft()
+        batch = self.queues[stage].popleft()
+        lm_share, mtp_share, mean_share = self.shares[stage].popleft()
         config = model.config
         ctx = model._context(batch.input_ids, batch.position_ids, training_losses=True)
-        if self.is_first:
+        if stage == 0:
             embeddings = model.embed(batch.input_ids)
             streams = embeddings.unsqueeze(2).expand(-1, -1, config.hc_mult, -1).contiguous()
             next_embeddings = model.embed(F.pad(batch.input_ids[:, 1:], (0, 1)))
         else:
             streams, next_embeddings = inputs
             next_embeddings = next_embeddings.view_as(next_embeddings)  # an output distinct from the input
-        for index in self.layer_indices:
+        for index in self.layers_of[stage]:
             streams = model.layers[str(index)](streams, ctx)
-        if not self.is_last:
-            auxiliary = self._auxiliary(ctx, *batch.input_ids.shape, mean_share)
+        if stage != self.num_stages - 1:
+            auxiliary = self._auxiliary(ctx, stage, *batch.input_ids.shape, mean_share)
             return AttachAuxiliaryLoss.apply(streams, auxiliary), next_embeddings
         collapsed = HyperHead.collapse(streams, model.hc_head_fn, model.hc_head_base, model.hc_head_scale, config)
         hidden = model.norm(collapsed)
@@ -166,7 +194,22 @@ class StageRunner:
             mtp_loss, _ = model._shifted_loss(mtp_hidden, batch.input_ids, batch.loss_mask, documents, shift=2)
             self.statistics.mtp += float(mtp_loss.detach()) * mtp_share
             loss = loss + self.train.mtp_loss_weight * mtp_loss * mtp_share
-        return loss + self._auxiliary(ctx, *batch.input_ids.shape, mean_share)
+        return loss + self._auxiliary(ctx, stage, *batch.input_ids.shape, mean_share)
+
+
+class StageChunk(nn.Module):
+    """What one virtual stage's PipelineStage runs: the (parallelized) model's forward for that stage.
+
+    It holds no parameters of its own; calling the model itself keeps FSDP2's root hooks in the
+    path. The model is kept out of this module's children so its parameters are not listed twice."""
+
+    def __init__(self, model: nn.Module, stage: int):
+        super().__init__()
+        self.stage = stage
+        self._model = [model]
+
+    def forward(self, *inputs):
+        return self._model[0](*inputs, stage=self.stage)
 
 
 @torch.no_grad()
@@ -184,17 +227,18 @@ def update_stage_expert_bias(runner: StageRunner, expert_load: torch.Tensor, rat
 def build_pipeline(
     model: nn.Module, distributed, train, seq_len: int, micro_batches: int, micro_batch_size: int, compute_dtype
 ):
-    """Prune `model` to this rank's stage; returns (runner, schedule factory taking the parallelized
+    """Prune `model` to this rank's stages; returns (runner, schedule factory taking the parallelized
     stage model). Stage inputs and outputs are declared up front (static shapes), so the schedule
     never runs a stage on placeholder data to discover them."""
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
 
     parallel = train.parallel
-    pp = distributed.layout.pp
+    pp, virtual = distributed.layout.pp, parallel.pp_virtual_stages
     config = model.config
-    stages = stage_layers(config.num_hidden_layers, pp, parallel.noop_layer_slots)
-    stage_index = distributed.pp_rank
-    runner = StageRunner(model, stage_index, pp, stages[stage_index], train, seq_len)
+    num_stages = pp * virtual
+    layers = dict(enumerate(stage_layers(config.num_hidden_layers, num_stages, parallel.noop_layer_slots)))
+    rank = distributed.pp_rank
+    runner = StageRunner(model, [rank + i * pp for i in range(virtual)], num_stages, layers, train, seq_len)
     meta = torch.device("meta")
     # requires_grad marks what the schedule sends gradients back for
     between = (
@@ -202,18 +246,27 @@ def build_pipeline(
         torch.empty(micro_batch_size, seq_len, config.hidden_size, dtype=compute_dtype, device=meta, requires_grad=True),
     )
     tokens = torch.empty(micro_batch_size, seq_len, dtype=torch.long, device=meta)
-    inputs = (tokens,) if runner.is_first else between
-    outputs = (torch.empty((), dtype=torch.float32, device=meta),) if runner.is_last else between
+    loss = (torch.empty((), dtype=torch.float32, device=meta),)
 
-    def make_schedule(parallelized: nn.Module):
-        stage = PipelineStage(
-            parallelized, stage_index, pp, distributed.device, input_args=inputs, output_args=outputs,
+    def make_stage(module: nn.Module, stage_index: int):
+        first, last = stage_index == 0, stage_index == num_stages - 1
+        return PipelineStage(
+            module, stage_index, num_stages, distributed.device,
+            input_args=(tokens,) if first else between, output_args=loss if last else between,
             # gradients travel back for both float tensors; token ids have none
-            input_grads=(None,) if runner.is_first else between,
-            output_grads=(None,) if runner.is_last else between,
+            input_grads=(None,) if first else between,
+            output_grads=(None,) if last else between,
             group=distributed.dense_mesh["pp"].get_group(),
         )
+
+    def make_schedule(parallelized: nn.Module):
+        options = {"loss_fn": lambda output, target: output, "scale_grads": False}
+        if parallel.pp_schedule == "Interleaved1F1B":
+            # one PipelineStage per virtual stage; FSDP2 then reduces after every micro-batch's
+            # backward (the stages are not FSDP modules, so the schedule defers no sync)
+            stages = [make_stage(StageChunk(parallelized, stage), stage) for stage in runner.stages]
+            return ScheduleInterleaved1F1B(stages, micro_batches, **options)
         schedule_class = {"1F1B": Schedule1F1B, "GPipe": ScheduleGPipe}[parallel.pp_schedule]
-        return schedule_class(stage, micro_batches, loss_fn=lambda output, target: output, scale_grads=False)
+        return schedule_class(make_stage(parallelized, runner.stage_index), micro_batches, **options)
 
     return runner, make_schedule

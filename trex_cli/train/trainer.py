@@ -181,9 +181,9 @@ class Engine:
         mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
         runner.statistics = StageStatistics()
         for batch in micro_batches:
-            runner.queue.append(batch.to(device))
-            runner.shares.append(
-                (_share(target_count(batch, 1), global_targets[0]), _share(target_count(batch, 2), global_targets[1]), mean_share)
+            runner.push(
+                batch.to(device),
+                (_share(target_count(batch, 1), global_targets[0]), _share(target_count(batch, 2), global_targets[1]), mean_share),
             )
         if runner.is_first:
             self.pipeline_schedule.step(torch.cat([b.input_ids for b in micro_batches]).to(device))
