@@ -230,7 +230,12 @@ def build_pipeline(
     """Prune `model` to this rank's stages; returns (runner, schedule factory taking the parallelized
     stage model). Stage inputs and outputs are declared up front (static shapes), so the schedule
     never runs a stage on placeholder data to discover them."""
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+    from torch.distributed.pipelining import (
+        PipelineStage,
+        Schedule1F1B,
+        ScheduleGPipe,
+        ScheduleInterleaved1F1B,
+    )
 
     parallel = train.parallel
     pp, virtual = distributed.layout.pp, parallel.pp_virtual_stages
