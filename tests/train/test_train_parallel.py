@@ -14,6 +14,7 @@ LAYOUTS = {
     "pp2": ("2", ["train.parallel.pp=2"]),
     # 2 ranks x 2 virtual stages: layers [0, 1] [2, 3] [4] [] + head and MTP, rank 0 holds stages 0 and 2
     "pp2_interleaved": ("2", ["train.parallel.pp=2", 'train.parallel.pp_schedule="Interleaved1F1B"', "train.parallel.pp_virtual_stages=2"]),
+    "pp2_fsdp2": ("4", ["train.parallel.pp=2"]),  # 2 stages, each a 2-way FSDP group
     "fsdp4_ep2": ("4", ["train.parallel.ep=2"]),  # experts: 2-way EP x 2-way FSDP; the rest: 4-way FSDP
 }
 
