@@ -102,10 +102,9 @@ class StageRunner:
         self.stage_index = self.stages[0]
         self.is_first, self.is_last = 0 in self.stages, num_stages - 1 in self.stages
         self.layers_of = {stage: list(layers[stage]) for stage in self.stages}
-        self.layer_indices = [index for stage in self.stages for index in self.layers_of[stage]]
         self.train = train
         config = model.config
-        model.layers = nn.ModuleDict({str(i): model.layers[i] for i in self.layer_indices})
+        model.layers = nn.ModuleDict({str(i): model.layers[i] for stage in self.stages for i in self.layers_of[stage]})
         if not self.is_first:
             del model.embed
         if not self.is_last:
@@ -118,17 +117,15 @@ class StageRunner:
         has_entries = seq_len // config.compress_rate_csa > 0
         self.indexer_layers_total = sum(1 for i in all_blocks if config.layer_type(i) == "compressed_sparse_attention") if has_entries else 0
         self.routed_rows = config.num_hidden_layers + mtp_blocks  # rows of the model's expert_load
-        # every stage runs every micro-batch once: a queue per stage
+        # every stage runs every micro-batch once: a queue of (micro-batch, loss shares) per stage
         self.queues: dict[int, collections.deque] = {stage: collections.deque() for stage in self.stages}
-        self.shares: dict[int, collections.deque] = {stage: collections.deque() for stage in self.stages}
         self.statistics = StageStatistics()
         model.forward = functools.partial(StageRunner.forward, self)
 
     def push(self, batch, shares: tuple[float, float, float]) -> None:
         """Queue one micro-batch (and its loss shares) for every stage on this rank."""
-        for stage in self.stages:
-            self.queues[stage].append(batch)
-            self.shares[stage].append(shares)
+        for queue in self.queues.values():
+            queue.append((batch, shares))
 
     def blocks(self, stage: int | None = None) -> list[tuple[int, nn.Module]]:
         """(global block index, block) of one stage, or of all this rank's stages; the last stage also
@@ -167,8 +164,7 @@ class StageRunner:
 
         stage = self.stage_index if stage is None else stage
         model = self.model
-        batch = self.queues[stage].popleft()
-        lm_share, mtp_share, mean_share = self.shares[stage].popleft()
+        batch, (lm_share, mtp_share, mean_share) = self.queues[stage].popleft()
         config = model.config
         ctx = model._context(batch.input_ids, batch.position_ids, training_losses=True)
         if stage == 0:
