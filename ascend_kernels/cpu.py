@@ -4,7 +4,8 @@ Measured choices (see benchmarks/bench_kernels.py for the side-by-side numbers):
 - elementwise chains (RMSNorm, RoPE, clamped SwiGLU): the reference maths compiled with torch.compile
   (Inductor fuses each chain, forward and backward, into one vectorized loop; RoPE's backward is its
   forward with the sine negated); a process that cannot compile falls back to the eager reference
-  once, with a warning;
+  once, with a warning. bf16 RoPE works on int32 words, one interleaved channel pair per word, and
+  rounds to bf16 itself: the same bits as the reference at 5-8x its compiled speed;
 - Sinkhorn: the same maths with the tokens moved to the last, contiguous axis, so the 20 rounds of
   4-wide row and column sums become whole-vector additions instead of tiny strided reductions;
 - sparse attention: chunked over queries (half a window per chunk), window keys and compressed
@@ -28,6 +29,7 @@ slower on this CPU).
 from __future__ import annotations
 
 import logging
+import types
 
 import torch
 from torch.utils import _python_dispatch
@@ -44,14 +46,17 @@ _COMPILE_OPTIONS = {"dynamic": True, "fullgraph": True}
 # a parameter): one model calls RoPE in about ten such variants, past torch's default limit of 8
 # graphs per function, after which a fullgraph compile fails and the function would run eager.
 _RECOMPILE_LIMIT = 64
+# Raised once for the process (a context manager around every call cost about 17 us a call).
+torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, _RECOMPILE_LIMIT)
 
 
 class _CompiledOrEager:
     """A function compiled on first use; if compilation fails (no C compiler, unsupported platform) it
     logs once and runs the eager function from then on."""
 
-    def __init__(self, function):
+    def __init__(self, function, dynamic: bool | None = True):
         self.function = function
+        self.dynamic = dynamic
         self.compiled = None
         self.failed = False
 
@@ -60,10 +65,9 @@ class _CompiledOrEager:
         # eager for that call only.
         if not self.failed and _python_dispatch._get_current_dispatch_mode() is None:
             if self.compiled is None:
-                self.compiled = torch.compile(self.function, **_COMPILE_OPTIONS)
+                self.compiled = torch.compile(self.function, **{**_COMPILE_OPTIONS, "dynamic": self.dynamic})
             try:
-                with torch._dynamo.config.patch(recompile_limit=_RECOMPILE_LIMIT):
-                    return self.compiled(*args)
+                return self.compiled(*args)
             except _StopRecomputationError:
                 # Activation checkpointing ends a recomputation early by raising through the forward
                 # it re-runs: that is control flow, not a compile failure.
@@ -77,6 +81,16 @@ class _CompiledOrEager:
                     str(error).splitlines()[0] if str(error) else "",
                 )
         return self.function(*args)
+
+
+def _function_copy(function, tag: str):
+    """A copy of `function` with a code object of its own: Dynamo keeps its compiled graphs per code
+    object, so each copy gets a cache (and specializations) of its own."""
+    name = f"{function.__name__}_{tag}"
+    code = function.__code__.replace(co_name=name)
+    copy = types.FunctionType(code, function.__globals__, name, function.__defaults__, function.__closure__)
+    copy.__doc__ = function.__doc__
+    return copy
 
 
 def _plain(*tensors: torch.Tensor | None) -> bool:
@@ -114,20 +128,71 @@ def _rope_bshd(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 _compiled_rope = _CompiledOrEager(_rope_bshd)
 
 
+def _rotate_bf16_words(words: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE on bf16 data seen as int32 words, one interleaved (even, odd) channel pair per word.
+
+    words [M, H, W] (the channels of x, two per word: the even channel in the low half), cos/sin
+    [M, R] float32 for the last R words. A bf16 value is the top half of a float32, so each half
+    becomes a float32 by a shift or a mask; the rotated pair is rounded back to bf16 (round to nearest
+    even, as `.to(torch.bfloat16)` does; NaN stays NaN) and packed into one word again. Compiled, this
+    is one vectorized pass over whole words: the interleaved [..., R, 2] layout the reference works on
+    made Inductor emit scalar code 5-10x slower."""
+    rope_words = cos.shape[-1]
+    tail = words[..., -rope_words:]
+    even = (tail << 16).view(torch.float32)
+    odd = (tail & -65536).view(torch.float32)
+    c, s = cos.unsqueeze(-2), sin.unsqueeze(-2)
+    new_even = even * c - odd * s
+    new_odd = odd * c + even * s
+    even_bits, odd_bits = new_even.view(torch.int32), new_odd.view(torch.int32)
+    low = torch.where(new_even != new_even, 0x7FC0, (even_bits + 0x7FFF + ((even_bits >> 16) & 1)) >> 16) & 0xFFFF
+    high = torch.where(new_odd != new_odd, 0x7FC0, (odd_bits + 0x7FFF + ((odd_bits >> 16) & 1)) >> 16) << 16
+    return torch.cat([words[..., :-rope_words], high | low], dim=-1)
+
+
+# One compiled copy of the word kernel per (words per row, rope words): those sizes stay static, so the
+# inner loop vectorizes, while rows and heads are dynamic (one graph serves every batch and sequence).
+_rope_word_kernels: dict[tuple[int, int], _CompiledOrEager] = {}
+
+
+def _rope_word_kernel(width: int, rope_words: int) -> _CompiledOrEager:
+    key = (width, rope_words)
+    if key not in _rope_word_kernels:
+        _rope_word_kernels[key] = _CompiledOrEager(_function_copy(_rotate_bf16_words, f"w{width}_r{rope_words}"), dynamic=None)
+    return _rope_word_kernels[key]
+
+
+def _rope_kernel(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x [B, S, H, D] contiguous, cos/sin [B, S, R] -> the rotated x."""
+    batch, seq_len, heads, dim = x.shape
+    if x.dtype != torch.bfloat16 or dim % 2:
+        return _compiled_rope(x, cos, sin)
+    if x.storage_offset() % 2:  # an int32 view must start on a word boundary
+        x = x.clone()
+    # through 1-D: a contiguous tensor may still carry odd strides on its size-1 dims
+    words = x.reshape(-1).view(torch.int32).view(batch * seq_len, heads, dim // 2)
+    rows_cos, rows_sin = cos.reshape(batch * seq_len, -1), sin.reshape(batch * seq_len, -1)
+    for tensor, dims in ((words, (0, 1)), (rows_cos, (0,)), (rows_sin, (0,))):
+        for d in dims:
+            torch._dynamo.maybe_mark_dynamic(tensor, d)
+    kernel = _rope_word_kernel(dim // 2, cos.shape[-1])
+    return kernel(words, rows_cos.float(), rows_sin.float()).view(torch.bfloat16).view(x.shape)
+
+
 class _Rope(torch.autograd.Function):
-    """The rotation is orthogonal, so its backward is the same compiled kernel with the sine negated.
+    """The rotation is orthogonal, so its backward is the same kernel with the sine negated.
     (Letting Inductor differentiate the strided pair layout itself produced wrong gradients in torch
     2.13; the tests caught it.)"""
 
     @staticmethod
     def forward(ctx, x, cos, sin):
         ctx.save_for_backward(cos, sin)
-        return _compiled_rope(x, cos, sin)
+        return _rope_kernel(x.contiguous(), cos, sin)
 
     @staticmethod
     def backward(ctx, grad_output):
         cos, sin = ctx.saved_tensors
-        return _compiled_rope(grad_output.contiguous(), cos, -sin), None, None
+        return _rope_kernel(grad_output.contiguous(), cos, -sin), None, None
 
 
 @register("apply_rope", "cpu")

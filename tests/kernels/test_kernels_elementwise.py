@@ -41,6 +41,46 @@ def test_apply_rope(backend, dtype, x_shape, angle_shape, inverse):
     )
 
 
+@pytest.mark.parametrize("x_shape", [(2, 7, 3, 80), (1, 5, 1, 128), (3, 1, 4, 16)], ids=str)
+def test_cpu_rope_bf16_word_kernel_is_bit_exact(x_shape):
+    """The CPU backend rotates bf16 pairs as int32 words and rounds them itself: the result must be
+    exactly the bits of the reference (which rotates in float32 and casts), NaN included, both ways."""
+    from ascend_kernels import cpu, reference
+
+    generator = torch.Generator().manual_seed(sum(x_shape))
+    x = (torch.randn(x_shape, generator=generator) * 5).to(torch.bfloat16)
+    x[0, 0, 0, -1] = float("nan")
+    angles = torch.rand(x_shape[0], x_shape[1], 8, generator=generator) * 100
+    cos, sin = angles.cos(), angles.sin()
+    for inverse in (False, True):
+        expected = reference.apply_rope(x, cos, sin, inverse)
+        assert torch.equal(cpu.apply_rope(x, cos, sin, inverse).isnan(), expected.isnan())
+        assert torch.equal(cpu.apply_rope(x, cos, sin, inverse).nan_to_num(), expected.nan_to_num())
+    # The gradient is the inverse rotation of the incoming gradient, rounded once (autograd through the
+    # reference rounds each of its two terms to bf16 before adding them: within one bf16 step of it).
+    x = x.nan_to_num().requires_grad_()
+    grad = torch.randn(x_shape, generator=generator).to(torch.bfloat16)
+    (grad_x,) = torch.autograd.grad(cpu.apply_rope(x, cos, sin), x, grad)
+    assert torch.equal(grad_x, reference.apply_rope(grad, cos, sin, inverse=True))
+    (autograd_x,) = torch.autograd.grad(reference.apply_rope(x, cos, sin), x, grad)
+    torch.testing.assert_close(grad_x, autograd_x, rtol=2**-7, atol=2**-7)
+
+
+def test_cpu_rope_bf16_takes_any_contiguous_layout():
+    """Contiguous tensors may start at an odd element or carry odd strides on size-1 dims; the word
+    kernel's int32 view must cope with both."""
+    from ascend_kernels import cpu, reference
+
+    angles = torch.rand(1, 5, 8) * 10
+    cos, sin = angles.cos(), angles.sin()
+    storage = torch.randn(1 + 5 * 2 * 16).to(torch.bfloat16)
+    odd_offset = storage[1:].view(1, 5, 2, 16)
+    odd_strides = torch.randn(5, 2, 16).to(torch.bfloat16).as_strided((1, 5, 2, 16), (1, 32, 16, 1))
+    for x in (odd_offset, odd_strides):
+        assert x.is_contiguous()
+        assert torch.equal(cpu.apply_rope(x, cos, sin), reference.apply_rope(x, cos, sin))
+
+
 def test_rope_leaves_leading_channels_and_inverse_undoes_it():
     from ascend_kernels import ops
 

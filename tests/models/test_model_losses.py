@@ -125,6 +125,24 @@ def test_indexer_kl_trains_only_the_indexer(model):
     assert model.layers[1].attn.wq_a.weight.grad is None and model.embed.weight.grad is None
 
 
+def test_zero_indexer_kl_weight_keeps_the_indexer_out_of_autograd(model):
+    """The indexer learns from its KL loss alone (its inputs are detached, its top-k is not
+    differentiable): with that loss weighted 0 it is not computed, the indexer gets no gradient and the
+    LM loss is the same as with the loss on."""
+    model.train()
+    model.zero_grad()
+    input_ids = tokens(1, 64, 9)
+    out = model(input_ids, indexer_kl_weight=0.0)
+    assert out.indexer_kl_loss is None
+    out.loss.backward()
+    indexers = [layer.attn.indexer for layer in model.layers if layer.attn.indexer is not None]
+    assert indexers and all(p.grad is None for indexer in indexers for p in indexer.parameters())
+    assert model.layers[1].attn.wq_a.weight.grad.abs().sum() > 0
+    with_loss = model(input_ids)
+    assert with_loss.indexer_kl_loss is not None
+    assert torch.equal(with_loss.lm_loss, out.lm_loss)
+
+
 def test_aux_loss_free_bias_update(model):
     load = torch.zeros(model.config.num_hidden_layers + 1, model.config.n_routed_experts)
     load[:, 0] = 10.0  # expert 0 overloaded, the rest idle

@@ -166,7 +166,9 @@ class StageRunner:
         model = self.model
         batch, (lm_share, mtp_share, mean_share) = self.queues[stage].popleft()
         config = model.config
-        ctx = model._context(batch.input_ids, batch.position_ids, training_losses=True)
+        ctx = model._context(
+            batch.input_ids, batch.position_ids, training_losses=True, indexer_loss=self.train.indexer_kl_weight > 0
+        )
         if stage == 0:
             embeddings = model.embed(batch.input_ids)
             streams = embeddings.unsqueeze(2).expand(-1, -1, config.hc_mult, -1).contiguous()

@@ -195,7 +195,7 @@ class Engine:
         statistics = runner.statistics
         sums = {"lm": statistics.lm, "mtp": statistics.mtp, "balance": statistics.balance, "kl": statistics.kl}
         seen = {"balance"} | ({"mtp"} if self.model.config.num_nextn_predict_layers else set())
-        if runner.indexer_layers_total:
+        if runner.indexer_layers_total and self.train.indexer_kl_weight > 0:
             seen.add("kl")
         # each stage holds different parts of these: only tensor-parallel ranks repeat them
         return sums, seen, statistics.expert_load, self.distributed.layout.tp

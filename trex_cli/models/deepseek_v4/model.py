@@ -12,6 +12,7 @@ entries, indexer) and no loss crosses a document boundary.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import torch
@@ -58,6 +59,7 @@ class _Context:
     docs: torch.Tensor  # [B, S] document number of each token
     single_document: bool  # every row is one document: skip the document masks
     training_losses: bool
+    indexer_loss: bool  # compute the indexer KL loss: the only thing the indexer learns from
     indexer_kl: list  # filled by CSA layers
     router_stats: list  # filled by MoE layers: (scores or None, topk_ids)
     capture: dict | None = None  # generate()'s prefill: module -> the per-token state decoding reuses
@@ -210,11 +212,14 @@ class Attention(nn.Module):
             num_entries = compressed_kv.shape[1]
             visible = compressed_visibility(ctx, num_entries, self.ratio)
             if self.indexer is not None and num_entries > 0:
-                scores = self.indexer(x.detach(), q_residual.detach(), ctx, visible)
+                # The selection is not differentiable and the indexer's inputs are detached: its KL
+                # loss is all it learns from, so without that loss its scores need no autograd graph.
+                with contextlib.nullcontext() if ctx.indexer_loss else torch.no_grad():
+                    scores = self.indexer(x.detach(), q_residual.detach(), ctx, visible)
                 picked = top_entries(scores.detach(), self.indexer.topk)
                 picked_visible = visible.gather(-1, picked)
                 indices = torch.where(picked_visible, picked, torch.full_like(picked, -1))
-                if ctx.training_losses:
+                if ctx.indexer_loss:
                     ctx.indexer_kl.append(self._indexer_kl(query, compressed_kv, scores, indices, scale))
             else:
                 if self.indexer is not None and ctx.capture is not None:
@@ -500,12 +505,15 @@ class DeepseekV4ForCausalLM(nn.Module):
             tables[kind] = (angles.cos(), angles.sin())
         return tables
 
-    def _context(self, input_ids, position_ids, training_losses: bool) -> _Context:
+    def _context(self, input_ids, position_ids, training_losses: bool, indexer_loss: bool | None = None) -> _Context:
+        """The per-forward context; `indexer_loss` (default: `training_losses`) says whether CSA layers
+        compute the indexer KL loss."""
         docs = kernels.document_ids(position_ids)
         return _Context(
             position_ids=position_ids, input_ids=input_ids, rope=self._rope(position_ids),
             compress_inv_freq=self.inv_freq_compress, docs=docs, single_document=bool((docs == 1).all()),
-            training_losses=training_losses, indexer_kl=[], router_stats=[],
+            training_losses=training_losses, indexer_loss=training_losses if indexer_loss is None else indexer_loss,
+            indexer_kl=[], router_stats=[],
         )
 
     def hidden_states(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None, ctx: _Context | None = None):
@@ -538,14 +546,16 @@ class DeepseekV4ForCausalLM(nn.Module):
         lm_loss: mean cross-entropy of token t+1 from position t over targets in the same document;
         mtp_loss: the same for token t+2 from the MTP block; balance_loss: DeepSeek-V3's sequence-wise
         balance loss averaged over learned-routing layers; indexer_kl_loss: KL of each CSA indexer to
-        its layer's attention; loss = lm + mtp_loss_weight * mtp + balance_loss_weight (default
+        its layer's attention (not computed, and the indexer gets no gradient, when its weight is 0); loss = lm + mtp_loss_weight * mtp + balance_loss_weight (default
         router_aux_loss_coef) * balance + indexer_kl_weight * indexer_kl."""
         batch, seq_len = input_ids.shape
         if position_ids is None:
             position_ids = torch.arange(seq_len, device=input_ids.device).expand(batch, seq_len)
         if loss_mask is None:
             loss_mask = torch.ones_like(input_ids)
-        ctx = self._context(input_ids, position_ids, training_losses=compute_loss and self.training)
+        training_losses = compute_loss and self.training
+        # a zero KL weight skips the indexer loss (and with it every gradient of the indexer)
+        ctx = self._context(input_ids, position_ids, training_losses, indexer_loss=training_losses and indexer_kl_weight > 0)
         hidden, streams, ctx = self.hidden_states(input_ids, position_ids, ctx)
         out = DeepseekV4Output()
         docs = ctx.docs
