@@ -171,12 +171,13 @@ def _rope_kernel(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
         x = x.clone()
     # through 1-D: a contiguous tensor may still carry odd strides on its size-1 dims
     words = x.reshape(-1).view(torch.int32).view(batch * seq_len, heads, dim // 2)
-    rows_cos, rows_sin = cos.reshape(batch * seq_len, -1), sin.reshape(batch * seq_len, -1)
+    rows_cos = cos.reshape(batch * seq_len, -1).float()
+    rows_sin = sin.reshape(batch * seq_len, -1).float()
     for tensor, dims in ((words, (0, 1)), (rows_cos, (0,)), (rows_sin, (0,))):
         for d in dims:
             torch._dynamo.maybe_mark_dynamic(tensor, d)
     kernel = _rope_word_kernel(dim // 2, cos.shape[-1])
-    return kernel(words, rows_cos.float(), rows_sin.float()).view(torch.bfloat16).view(x.shape)
+    return kernel(words, rows_cos, rows_sin).view(torch.bfloat16).view(x.shape)
 
 
 class _Rope(torch.autograd.Function):

@@ -737,7 +737,13 @@ def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator) -
 
 
 def count_parameters(model: nn.Module, config: DeepseekV4Config) -> dict[str, int]:
-    """Total parameters, and those one token uses (top-k of the routed experts), main model and MTP."""
+    """Total parameters, and those one token uses (top-k of the routed experts), main model and MTP.
+
+    `active_matmul_without_mtp` is DeepSeek's published "activated" convention: the main model without
+    the MTP block and without the embedding table (a token reads one row of it). It gives V4-Flash
+    13.27B ("13B"), V4-Pro 48.85B ("49B"), and reproduces V2 (20.85B, "21B"), V2-Lite (2.45B,
+    "2.4B") and V3 (36.63B, "37B") from transformers' models: the published figures are rounded by
+    up to about 2% (tests/models/test_model_config.py)."""
     total = sum(p.numel() for p in model.parameters())
     routed = sum(p.numel() for n, p in model.named_parameters() if ".experts.w" in n)
     mtp = sum(p.numel() for n, p in model.named_parameters() if n.startswith("mtp."))
