@@ -2,13 +2,16 @@
 
 Both train the `small` DeepSeek-V4 flavor on the same batch of random tokens (batch x sequence), one
 optimizer step = forward, backward and AdamW:
-- trex: the native engine exactly as `trex train` runs it (a one-rank FSDP2 group, bf16 compute with
-  fp32 master weights and AdamW states, LM + MTP + balance + indexer-KL losses, gradient norm,
-  clipping, the expert-bias update), with the kernels the registry picks for this machine;
+- trex: the native engine exactly as `trex train` runs it on one rank (bf16 compute copies of fp32
+  master weights and AdamW states, as FSDP2's mixed precision computes them; LM + MTP + balance +
+  indexer-KL losses, gradient norm, clipping, the expert-bias update), with the kernels the registry
+  picks for this machine;
 - transformers: its DeepseekV4ForCausalLM in bf16 with torch's AdamW. It builds no MTP layer and
   computes the LM loss only, so trex is also run on that same objective (MTP, balance and indexer-KL
-  weights 0: no MTP block or second head in the step), the like-for-like comparison the target is
-  set on; the full-objective row shows what the recipe's extra losses cost.
+  weights 0: no MTP block or second head in the step; the indexer, which learns from its KL loss
+  alone, gets no gradient in either model, and trex runs it without autograd), the like-for-like
+  comparison the target is set on;
+  the full-objective row shows what the recipe's extra losses cost.
 
 Each side runs in its own fresh process, one after the other, so peak memory (max RSS) is its own and
 neither competes with the other for the cores; the sides take turns over two rounds and each side's
