@@ -173,14 +173,25 @@ def test_killing_the_parent_leaves_the_harness_running(sandbox):
 
 
 def test_sleeping_children_left_behind_are_killed(sandbox):
+    # The program ends only once both sleepers run `sleep` (Popen returns after the exec; the middle
+    # process waits for its child's exec before it exits): a sleeper still between fork and exec
+    # would not match the name, and the check below would pass or fail by luck.
     record = run_and_grade(sandbox, """
-        import os, subprocess
+        import os, subprocess, time
         subprocess.Popen(['sleep', '97.531'])
-        if os.fork() == 0:
+        middle = os.fork()
+        if middle == 0:
             os.setsid()  # leave the program's process group
-            if os.fork() == 0:
+            sleeper = os.fork()
+            if sleeper == 0:
                 os.execv('/bin/sleep', ['sleep', '97.532'])
+            for _ in range(200):
+                with open(f'/proc/{sleeper}/cmdline', 'rb') as stream:
+                    if b'97.532' in stream.read():
+                        break
+                time.sleep(0.01)
             os._exit(0)
+        os.waitpid(middle, 0)
     """)
     assert record["outcome"] == "no objective"
     deadline = time.monotonic() + 5
