@@ -16,6 +16,8 @@ LAYOUTS = {
     "pp2_interleaved": ("2", ["train.parallel.pp=2", 'train.parallel.pp_schedule="Interleaved1F1B"', "train.parallel.pp_virtual_stages=2"]),
     "pp2_fsdp2": ("4", ["train.parallel.pp=2"]),  # 2 stages, each a 2-way FSDP group
     "fsdp4_ep2": ("4", ["train.parallel.ep=2"]),  # experts: 2-way EP x 2-way FSDP; the rest: 4-way FSDP
+    "pp2_tp2": ("4", ["train.parallel.pp=2", "train.parallel.tp=2"]),  # each stage 2-way TP
+    "pp2_ep2": ("4", ["train.parallel.pp=2", "train.parallel.ep=2"]),  # each stage: experts 2-way EP, the rest 2-way FSDP
 }
 
 

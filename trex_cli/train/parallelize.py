@@ -97,7 +97,7 @@ def _indexer_kl_over_all_heads(model_indexer_kl, tp_group, query, *args):
     heads, so gather them first (the target carries no gradient, nor does this gather)."""
     import torch.distributed._functional_collectives as functional_collectives
 
-    all_heads = functional_collectives.all_gather_tensor(query.detach().contiguous(), gather_dim=2, group=tp_group)
+    all_heads = functional_collectives.all_gather_single(query.detach().contiguous(), gather_dim=2, group=tp_group)
     return model_indexer_kl(all_heads, *args)
 
 

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import math
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -304,7 +305,9 @@ def export_checkpoint(checkpoint: Path, config, target: Path, tokenizer_dir: Pat
         plain = DeepseekV4ForCausalLM(config)
     plain.to_empty(device="cpu")
     state = plain.state_dict()
-    dcp.load({"model": state}, checkpoint_id=str(checkpoint), no_dist=True)
+    with warnings.catch_warnings():  # DCP warns that no_dist means one process: that is the intent here
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+        dcp.load({"model": state}, checkpoint_id=str(checkpoint), no_dist=True)
     plain.load_state_dict(state, strict=True)
     _recompute_rope_tables(plain, config)  # non-persistent buffers are in no state dict
     return export_hf(plain, target, tokenizer_dir=tokenizer_dir if tokenizer_dir and tokenizer_dir.is_dir() else None)
