@@ -318,11 +318,11 @@ def _hc_collapse(pre, streams):
 
 
 def _hc_post_forward(out, post, comb, streams):
-    # new_k = post_k * out + sum_j comb[j, k] * stream_j for out [N, D], post [N, n], comb [N, n, n],
-    # streams [N, n, D] -> [N, n, D] in streams' dtype
-    total = post.unsqueeze(-1) * out.float().unsqueeze(1)
-    for j in range(streams.shape[1]):
-        total = total + comb[:, j].unsqueeze(-1) * streams[:, j : j + 1].float()
+    # new_k = post_k * out + sum_j comb[j, k] * stream_j for out [..., D], post [..., n], comb [..., n, n],
+    # streams [..., n, D] -> [..., n, D] in streams' dtype
+    total = post.unsqueeze(-1) * out.float().unsqueeze(-2)
+    for j in range(streams.shape[-2]):
+        total = total + comb[..., j, :].unsqueeze(-1) * streams[..., j : j + 1, :].float()
     return total.to(streams.dtype)
 
 
@@ -364,13 +364,17 @@ class _HcPost(torch.autograd.Function):
     @staticmethod
     def forward(ctx, out, post, comb, streams):
         n, width = streams.shape[-2:]
-        # contiguous [N, ...] operands: Inductor orders its loops by the inputs' strides
-        tokens = tuple(
-            t.reshape(shape).contiguous()
-            for t, shape in ((out, (-1, width)), (post, (-1, n)), (comb, (-1, n, n)), (streams, (-1, n, width)))
+        # contiguous operands: Inductor orders its loops by the inputs' strides. The forward keeps the
+        # leading dimensions, so its result is a tensor of its own, not a view (FSDP2 warns when a
+        # block returns a view); the backward takes them flattened to [N, ...].
+        operands = (out.contiguous(), post.contiguous(), comb.contiguous(), streams.contiguous())
+        ctx.save_for_backward(
+            *(
+                t.view(shape)
+                for t, shape in zip(operands, ((-1, width), (-1, n), (-1, n, n), (-1, n, width)), strict=True)
+            )
         )
-        ctx.save_for_backward(*tokens)
-        return _compiled_hc_post_forward(*tokens).view(streams.shape)
+        return _compiled_hc_post_forward(*operands)
 
     @staticmethod
     def backward(ctx, grad):
