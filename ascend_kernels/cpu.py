@@ -367,14 +367,9 @@ class _HcPost(torch.autograd.Function):
         # contiguous operands: Inductor orders its loops by the inputs' strides. The forward keeps the
         # leading dimensions, so its result is a tensor of its own, not a view (FSDP2 warns when a
         # block returns a view); the backward takes them flattened to [N, ...].
-        operands = (out.contiguous(), post.contiguous(), comb.contiguous(), streams.contiguous())
-        ctx.save_for_backward(
-            *(
-                t.view(shape)
-                for t, shape in zip(operands, ((-1, width), (-1, n), (-1, n, n), (-1, n, width)), strict=True)
-            )
-        )
-        return _compiled_hc_post_forward(*operands)
+        out, post, comb, streams = out.contiguous(), post.contiguous(), comb.contiguous(), streams.contiguous()
+        ctx.save_for_backward(out.view(-1, width), post.view(-1, n), comb.view(-1, n, n), streams.view(-1, n, width))
+        return _compiled_hc_post_forward(out, post, comb, streams)
 
     @staticmethod
     def backward(ctx, grad):
