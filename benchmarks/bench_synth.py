@@ -32,8 +32,8 @@ def _tree_cpu_seconds() -> float:
 def _sample_programs(count: int) -> list[tuple[str, dict | None, str]]:
     """(program, data.json object or None, family) for `count` default-mix candidates."""
     from data_synth.config import SynthConfig
-    from data_synth.pipeline import make_candidate
     from data_synth.render import program_data, render_program
+    from data_synth.synthesis import make_candidate
 
     config = SynthConfig(seed=123, infeasible_share=0.0)
     programs = []
@@ -81,13 +81,13 @@ def bench_runner(count: int) -> list[dict]:
 
 def bench_pipeline(n: int) -> list[dict]:
     from data_synth.config import SynthConfig
-    from data_synth.pipeline import run_synth
+    from trex_cli.stages.synth import run_synth_stage
 
     config = SynthConfig(n=n, eval_n=0, seed=7, workers=2)
     with tempfile.TemporaryDirectory() as folder:
         cpu_before = _tree_cpu_seconds()
         started = time.perf_counter()
-        result = run_synth(config, Path(folder) / "synth")
+        result = run_synth_stage(config, Path(folder) / "synth")
         wall = time.perf_counter() - started
         cpu = _tree_cpu_seconds() - cpu_before
     verified = result.counts["problems"]

@@ -9,41 +9,27 @@ without a manifest; re-running a finished stage with the same settings and input
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import shutil
-import tempfile
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from data_synth.files import write_json_atomic, write_text_atomic
+
+__all__ = ["write_json_atomic", "write_text_atomic"]  # the one implementation, shared with data_synth
+
 MANIFEST = "manifest.json"
 STAGE_STATE = "stage.json"
 TRACKED_PACKAGES = ("trex", "torch", "pyomo", "highspy", "datasets", "tokenizers", "transformers", "numpy")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def sha256_file(path: Path) -> str:
@@ -83,6 +69,45 @@ def read_manifest(folder: Path, stage: str | None = None) -> dict:
     if stage and not str(manifest.get("stage", "")).startswith(stage):
         raise ValueError(f"{folder} holds a '{manifest.get('stage')}' stage, not '{stage}'")
     return manifest
+
+
+class StageConflict(ValueError):
+    """The folder holds a stage (finished or interrupted) built with other settings or inputs: only
+    `--force` (or another folder) lets the stage run there. `trex run` adds how to rebuild what reads it."""
+
+
+class FolderBusy(ValueError):
+    """Another trex process holds the lock of this run or stage."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, what: str, shared: bool = False) -> Iterator[None]:
+    """Hold the kernel's lock (flock) on `path` while the block runs; a killed process leaves none behind.
+    `shared` locks exclude only exclusive ones: stage commands share the run lock, which `trex run`
+    takes exclusively. Busy: `FolderBusy` naming the holder and `what` is locked."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as lock:
+        try:
+            fcntl.flock(lock, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another trex process"
+            raise FolderBusy(
+                f"{what} is in use by {holder}; wait for it to finish or stop it (a stopped stage resumes "
+                "when its command runs again)"
+            ) from None
+        if not shared:
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"pid {os.getpid()} ({' '.join(sys.argv[:3])})")
+            lock.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 class StageState(Enum):
@@ -143,7 +168,7 @@ class StageFolder:
             manifest = json.loads(self.manifest_path.read_text())
             if manifest.get("fingerprint") == fingerprint:
                 return StageState.DONE
-            raise ValueError(
+            raise StageConflict(
                 f"{self.path} holds a finished {self.stage} built with other settings or inputs; "
                 "pass --force to rebuild it, or choose another output folder"
             )
@@ -151,7 +176,7 @@ class StageFolder:
         if state_path.is_file():
             state = json.loads(state_path.read_text())
             if state.get("fingerprint") != fingerprint:
-                raise ValueError(
+                raise StageConflict(
                     f"{self.path} holds an interrupted {self.stage} started with other settings or inputs; "
                     "pass --force to start it again, or choose another output folder"
                 )
@@ -162,7 +187,8 @@ class StageFolder:
                 "choose another output folder or pass --force to replace it"
             )
         self.path.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(state_path, {"stage": self.stage, "fingerprint": fingerprint, "started": self._started})
+        write_json_atomic(state_path, {"stage": self.stage, "fingerprint": fingerprint, "started": self._started,
+                                       "inputs": self.input_lineage()})
         return StageState.FRESH
 
     def finish(self, counts: dict | None = None, extra: dict | None = None) -> dict:

@@ -2,8 +2,12 @@
 
 Each stage owns a dataclass for its section (registered in SECTIONS by import path, so loading a
 recipe imports no heavy package). Unknown keys and wrong types are errors that name the file, the key
-and what is allowed. `--set a.b=c` overrides any key before validation (the value is read as a TOML
-literal, else as a string). The resolved recipe, defaults filled in, is saved in each stage folder.
+and what is allowed. The resolved recipe, defaults filled in, is saved in each stage folder.
+
+A command-line value beats the recipe in exactly one way: it becomes an override of a recipe key,
+applied to the raw tables before validation, so a flag is checked like the key it sets. `--set a.b=c`
+overrides any key (the value is read as a TOML literal, else as a string); a command's own flags
+(`trex synth --n 200`) are `FlagOverride`s of their keys (`synth.n`), applied after the `--set`s.
 """
 
 from __future__ import annotations
@@ -139,6 +143,35 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return path, value
 
 
+@dataclasses.dataclass(frozen=True)
+class FlagOverride:
+    """A command-line flag that sets one recipe key: `FlagOverride("--n", "synth.n", 200)`. Errors in
+    its value name both the flag and the key."""
+
+    flag: str
+    key: str
+    value: Any
+
+    @property
+    def path(self) -> list[str]:
+        return self.key.split(".")
+
+
+def flag_overrides(flags: dict[str, tuple[str, Any]]) -> list[FlagOverride]:
+    """{"--n": ("synth.n", 200), "--seed": ("synth.seed", None)} -> overrides of the flags that were given
+    (a None value means the flag was not given, so the recipe's value stands)."""
+    return [FlagOverride(flag, key, value) for flag, (key, value) in flags.items() if value is not None]
+
+
+def _set_key(raw: dict, keys: list[str], value: Any, what: str) -> None:
+    table = raw
+    for key in keys[:-1]:
+        table = table.setdefault(key, {})
+        if not isinstance(table, dict):
+            raise ValueError(f"{what}: {key} is not a table")
+    table[keys[-1]] = value
+
+
 @dataclasses.dataclass
 class Recipe:
     """A loaded recipe: the raw tables (after overrides) and their validated sections."""
@@ -146,6 +179,7 @@ class Recipe:
     path: Path | None
     raw: dict
     sections: dict[str, Any] = dataclasses.field(default_factory=dict)
+    flags: list[FlagOverride] = dataclasses.field(default_factory=list)  # the command's flags, applied
 
     @property
     def name(self) -> str:
@@ -181,8 +215,11 @@ class Recipe:
         return target
 
 
-def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> Recipe:
-    """Read and validate a recipe file (or start from defaults when `path` is None)."""
+def load_recipe(
+    path: str | Path | None, overrides: list[str] | None = None, flags: list[FlagOverride] | None = None
+) -> Recipe:
+    """Read and validate a recipe file (or start from defaults when `path` is None), with the `--set`
+    overrides and then the command's flags applied to its keys before validation."""
     raw: dict = {}
     if path is not None:
         path = Path(path)
@@ -194,12 +231,9 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> 
             raise ValueError(f"{path}: not valid TOML: {error}") from None
     for text in overrides or []:
         keys, value = parse_override(text)
-        table = raw
-        for key in keys[:-1]:
-            table = table.setdefault(key, {})
-            if not isinstance(table, dict):
-                raise ValueError(f"--set {text!r}: {key} is not a table")
-        table[keys[-1]] = value
+        _set_key(raw, keys, value, f"--set {text!r}")
+    for flag in flags or []:
+        _set_key(raw, flag.path, flag.value, flag.flag)
     for name in raw:
         if name not in SECTIONS:
             raise ValueError(
@@ -207,10 +241,22 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> 
             )
         if not isinstance(raw[name], dict):
             raise ValueError(f"{path or 'recipe'}: '{name}' must be a table ([{name}])")
-    recipe = Recipe(path=path, raw=raw)
+    recipe = Recipe(path=path, raw=raw, flags=list(flags or []))
     for name in raw:
-        recipe.section(name)  # validate every present section now, so mistakes surface at once
+        try:
+            recipe.section(name)  # validate every present section now, so mistakes surface at once
+        except ValueError as error:
+            raise ValueError(_name_the_flag(str(error), flags or [])) from None
     return recipe
+
+
+def _name_the_flag(message: str, flags: list[FlagOverride]) -> str:
+    """A validation error about a key a flag set names the flag too (the user typed the flag)."""
+    for flag in flags:
+        section, *rest = flag.path
+        if f"[{section}].{'.'.join(rest)}:" in message:
+            return f"{flag.flag} {flag.value!r}: {message}"
+    return message
 
 
 def _toml_value(value: Any) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from data_synth.config import SynthConfig
 from data_synth.families import get_family
-from data_synth.pipeline import run_synth
+from trex_cli.stages.synth import run_synth_stage as run_synth
 from data_synth.teacher import check_rewrite, rewrite_statement
 
 

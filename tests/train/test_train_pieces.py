@@ -58,7 +58,7 @@ def test_short_sft_rows_are_padded_outside_the_loss(sft_data):
 
 
 def test_interleaved_stages_split_the_slots_round_robin():
-    from trex_cli.train.pipeline import stage_layers
+    from trex_cli.train.pipeline_parallel import stage_layers
 
     # 5 layers on 2 ranks x 2 virtual stages: 8 slots, 3 no-op slots appended; rank r holds r and r + 2
     assert stage_layers(5, 4, []) == [[0, 1], [2, 3], [4], []]

@@ -4,7 +4,7 @@ resources and replay corpora (deduplicated, decontaminated, tokenized, mixed and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
@@ -42,42 +42,43 @@ ForceOption = Annotated[bool, typer.Option("--force", help="Rebuild even if the 
 ShowProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars on stderr.")]
 
 
-def _configure(recipe_path, overrides, kind, sources, decontaminate, tokenizer, train_tokenizer, seq_len, skip_bad, extra=None):
-    """The validated [data] table with the command-line flags applied (a flag beats the recipe)."""
+def _run(kind, recipe_path, overrides, sources, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
+         run_dir, skip_bad, force, show_progress, extra=None):
+    """Build the `kind` dataset with the flags applied to the recipe's [data] keys (a flag beats the recipe)."""
     import dataclasses
 
     from trex_cli.data.config import SourceSpec
-    from trex_cli.recipe import load_recipe
+    from trex_cli.recipe import flag_overrides, load_recipe
+    from trex_cli.run_layout import RunLayout
+    from trex_cli.stages.data import DataStage
 
-    recipe = load_recipe(recipe_path, overrides)
-    config = recipe.section("data")
     if tokenizer and train_tokenizer:
         raise ValueError("give --tokenizer or --train-tokenizer, not both")
-    top: dict = {}
-    if decontaminate:
-        top["decontaminate"] = list(decontaminate)
-    if tokenizer:
-        top["tokenizer"] = tokenizer
-    if train_tokenizer:
-        top["tokenizer"], top["vocab_size"] = "", train_tokenizer
-    if skip_bad is not None:
-        top["skip_bad"] = skip_bad
-    section_changes: dict = dict(extra or {})
-    if sources:
-        section_changes["sources"] = [SourceSpec.parse(text) for text in sources]
-    if seq_len is not None:
-        section_changes["seq_len"] = seq_len
-    section = dataclasses.replace(getattr(config, kind), **section_changes)
-    config = dataclasses.replace(config, **top, **{kind: section})
-    return recipe, config
+    flags = flag_overrides({
+        "--source": (f"data.{kind}.sources",
+                     [dataclasses.asdict(SourceSpec.parse(text)) for text in sources] if sources else None),
+        "--decontaminate": ("data.decontaminate", list(decontaminate) if decontaminate else None),
+        "--tokenizer": ("data.tokenizer", tokenizer or ("" if train_tokenizer else None)),
+        "--train-tokenizer": ("data.vocab_size", train_tokenizer),
+        "--seq-len": (f"data.{kind}.seq_len", seq_len),
+        "--skip-bad": ("data.skip_bad", skip_bad),
+        "--out": (f"data.{kind}.out", str(out_dir) if out_dir is not None else None),
+        "--run-dir": ("run.run_dir", str(run_dir) if run_dir is not None else None),
+        **(extra or {}),
+    })
+    loaded = load_recipe(recipe_path, overrides, flags)
+    layout = RunLayout(loaded)
+    with layout.stage_command():
+        return DataStage(loaded, layout, kind).run(force=force, show_progress=show_progress)
 
 
-def _print_summary(stats: dict, title: str) -> None:
+def _print_summary(result, title: str) -> None:
     from rich.table import Table
 
-    if stats.get("already_done"):
-        out.print(f"{stats['out']}: already done (pass --force to rebuild)")
+    if not result.ran:
+        out.print(result.said())
         return
+    stats = result.details
     sources = Table(title=title)
     for column in ("source", "read", "kept", "tokens kept", "tokens in mix", "share", "repeats"):
         sources.add_column(column, justify="left" if column == "source" else "right")
@@ -119,18 +120,9 @@ def cpt(
     show_progress: ShowProgressOption = True,
 ) -> None:
     """Build the CPT dataset: documents plus EOS, mixed by token shares, packed into rows of exactly seq_len."""
-    from trex_cli.data.cpt import build_cpt
-
-    loaded, config = _configure(
-        recipe, overrides, "cpt", source, decontaminate, tokenizer, train_tokenizer, seq_len, skip_bad
-    )
-    run_folder = run_dir or loaded.run_dir
-    target = out_dir or (Path(config.cpt.out) if config.cpt.out else run_folder / "data" / "cpt")
-    stats = build_cpt(
-        config, target, run_folder, force=force, show_progress=show_progress,
-        save_recipe=lambda folder: loaded.save_resolved(folder, ["run", "data"]),
-    )
-    _print_summary(stats, "CPT sources")
+    result = _run("cpt", recipe, overrides, source, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
+                  run_dir, skip_bad, force, show_progress)
+    _print_summary(result, "CPT sources")
 
 
 @app.command("sft")
@@ -155,25 +147,7 @@ def sft(
 ) -> None:
     """Build the SFT dataset: chat-templated samples with loss on assistant tokens only (verified by decoding).
     Reuses the run's CPT tokenizer when there is one and no --tokenizer is given."""
-    from trex_cli.data.sft import build_sft
-
-    extra: dict = {}
-    if stage is not None:
-        allowed: tuple[Literal["all", "program"], ...] = ("all", "program")
-        if stage not in allowed:
-            raise ValueError(f"--stage {stage!r}: use 'all' or 'program'")
-        extra["stage"] = stage
-    if packing is not None:
-        extra["packing"] = packing
-    loaded, config = _configure(
-        recipe, overrides, "sft", source, decontaminate, tokenizer, train_tokenizer, seq_len, skip_bad, extra
-    )
-    run_folder = run_dir or loaded.run_dir
-    # stage one of two-stage SFT gets its own folder, so both stages' data can sit side by side
-    default_name = "sft" if config.sft.stage == "all" else f"sft-{config.sft.stage}"
-    target = out_dir or (Path(config.sft.out) if config.sft.out else run_folder / "data" / default_name)
-    stats = build_sft(
-        config, target, run_folder, force=force, show_progress=show_progress,
-        save_recipe=lambda folder: loaded.save_resolved(folder, ["run", "data"]),
-    )
-    _print_summary(stats, f"SFT sources (stage {stats.get('stage', config.sft.stage)})")
+    extra = {"--stage": ("data.sft.stage", stage), "--packing": ("data.sft.packing", packing)}
+    result = _run("sft", recipe, overrides, source, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
+                  run_dir, skip_bad, force, show_progress, extra)
+    _print_summary(result, f"SFT sources (stage {result.details.get('stage', '') if result.ran else ''})")

@@ -71,34 +71,25 @@ def eval_command(
     and write samples.jsonl, results.json, report.md and a chart to <run dir>/eval/<name>."""
     if context.invoked_subcommand is not None:
         return
-    from trex_cli.evaluate.runner import run_eval
-    from trex_cli.recipe import load_recipe
+    from trex_cli.recipe import flag_overrides, load_recipe
+    from trex_cli.run_layout import RunLayout
+    from trex_cli.stages.eval import EvalStage
 
-    loaded = load_recipe(recipe, set_)
-    config = loaded.section("eval")
-    given = {key: value for key, value in locals().items() if key in FLAG_KEYS and value is not None}
-    if benchmark:
-        given["benchmarks"] = [part for spec in benchmark for part in spec.split(",") if part]
-    if allow_code_execution:
-        given["allow_code_execution"] = True
-    config = _with_overrides(config, given)
-    eval_name = name or _default_name(config)
-    folder = out_dir or loaded.run_dir / "eval" / eval_name
-    if synth_dir is None and "synth" in [b.lower() for b in config.benchmarks]:
-        candidate = loaded.run_dir / "synth"
-        synth_dir = candidate if candidate.is_dir() else None
-    results = run_eval(config, folder, name=eval_name, synth_dir=synth_dir, force=force)
-    _print_summary(results, folder)
-
-
-def _with_overrides(config, given: dict):
-    import dataclasses
-
-    from trex_cli.recipe import build_dataclass
-
-    table = dataclasses.asdict(config)
-    table.update(given)
-    return build_dataclass(type(config), table, "trex eval")
+    given = {key: value for key, value in locals().items() if key in FLAG_KEYS}
+    flags = flag_overrides({f"--{key.replace('_', '-')}": (f"eval.{key}", value) for key, value in given.items()})
+    flags += flag_overrides({
+        "--benchmark": ("eval.benchmarks",
+                        [part for spec in benchmark for part in spec.split(",") if part] if benchmark else None),
+        "--allow-code-execution": ("eval.allow_code_execution", True if allow_code_execution else None),
+    })
+    loaded = load_recipe(recipe, set_, flags)
+    layout = RunLayout(loaded)
+    stage = EvalStage(loaded, layout, name or _default_name(loaded.section("eval")), out=out_dir, synth_dir=synth_dir)
+    with layout.stage_command():
+        result = stage.run(force=force)
+    if not result.ran:
+        out.print(result.said())
+    _print_summary(result.details, stage.folder)
 
 
 def _default_name(config) -> str:

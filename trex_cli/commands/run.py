@@ -1,5 +1,5 @@
-"""`trex run RECIPE`: the whole pipeline (synth -> data -> train -> eval) with a report at the end
-(trex_cli.pipeline does the work; this module parses the flags)."""
+"""`trex run RECIPE`: every stage (synth -> data -> train -> eval) with a report at the end
+(`trex_cli.orchestrator` orders the stages; this module parses the flags)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,6 @@ def run(
     """Run every stage of the recipe in order (synth -> data cpt -> data sft -> train cpt -> train sft -> eval of the
     starting model, after CPT and after SFT), skipping finished stages and resuming an interrupted one, then write
     and print the report (<run dir>/report.md: Pass@1 per model, benchmark and family, loss curves, score chart)."""
-    from trex_cli.pipeline import Pipeline
+    from trex_cli.orchestrator import RecipeRun
 
-    Pipeline(recipe, overrides, force=force, only=only, show_progress=show_progress).run()
+    RecipeRun(recipe, overrides, force=force, only=only, show_progress=show_progress).run()

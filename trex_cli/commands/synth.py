@@ -1,15 +1,14 @@
 """`trex synth`: synthesize solver-verified OR problems, CPT documents, SFT samples and a held-out eval
-split (data_synth.pipeline does the work; this module parses flags and shows progress)."""
+split (the synth stage, `trex_cli.stages.synth`, does the work; this module parses flags and prints)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from trex_cli.console import err, out, user_errors
+from trex_cli.console import out, user_errors
 
 DIFFICULTIES = ("small", "medium", "large")
 
@@ -34,18 +33,6 @@ def _difficulty_weights(text: str) -> dict[str, float]:
 
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
-
-
-def _overrides_from_flags(**flags) -> list[str]:
-    """CLI flags as `--set synth.key=value` overrides (a flag beats the recipe; the saved resolved
-    recipe then shows what really ran)."""
-    overrides = []
-    for key, value in flags.items():
-        if value is None:
-            continue
-        overrides.append(f"synth.{key}={json.dumps(value)}" if not isinstance(value, dict) else
-                         f"synth.{key}={{" + ", ".join(f"{k} = {v!r}" for k, v in value.items()) + "}")
-    return overrides
 
 
 def _summary_table(result) -> None:
@@ -91,55 +78,34 @@ def synth(
 ) -> None:
     """Synthesize solver-verified OR problems (each checked five ways) with CPT documents, SFT samples and
     a held-out eval split."""
-    from trex_cli.recipe import load_recipe
+    from trex_cli.recipe import flag_overrides, load_recipe
+    from trex_cli.run_layout import RunLayout
+    from trex_cli.stages.synth import SynthStage
 
-    flag_overrides = _overrides_from_flags(
-        n=n, seed=seed, eval_n=eval_n, workers=workers, infeasible_share=infeasible_share,
-        families=_names(families) if families is not None else None,
-        holdout_families=_names(holdout_families) if holdout_families is not None else None,
-        difficulty=_difficulty_weights(difficulty) if difficulty is not None else None,
-        teacher_endpoint=teacher_endpoint, teacher_model=teacher_model,
-    )
-    loaded = load_recipe(recipe, list(overrides or []) + flag_overrides)
-    config = loaded.section("synth")
-    target = out_dir or (Path(config.out) if config.out else (run_dir or loaded.run_dir) / "synth")
-    result = run_synth_stage(loaded, target, force=force, show_progress=show_progress)
-    if result.state == "done":
-        out.print(f"{target}: already done (pass --force to rebuild)")
+    flags = flag_overrides({
+        "--n": ("synth.n", n), "--seed": ("synth.seed", seed), "--eval-n": ("synth.eval_n", eval_n),
+        "--workers": ("synth.workers", workers), "--infeasible-share": ("synth.infeasible_share", infeasible_share),
+        "--families": ("synth.families", _names(families) if families is not None else None),
+        "--holdout-families": ("synth.holdout_families",
+                               _names(holdout_families) if holdout_families is not None else None),
+        "--difficulty": ("synth.difficulty", _difficulty_weights(difficulty) if difficulty is not None else None),
+        "--teacher-endpoint": ("synth.teacher_endpoint", teacher_endpoint),
+        "--teacher-model": ("synth.teacher_model", teacher_model),
+        "--out": ("synth.out", str(out_dir) if out_dir is not None else None),
+        "--run-dir": ("run.run_dir", str(run_dir) if run_dir is not None else None),
+    })
+    loaded = load_recipe(recipe, overrides, flags)
+    layout = RunLayout(loaded)
+    with layout.stage_command():
+        result = SynthStage(loaded, layout).run(force=force, show_progress=show_progress)
+    if not result.ran:
+        out.print(result.said())
         return
-    _summary_table(result)
-    reasons = result.summary.get("reject_reasons", {})
-    this_run = result.summary.get("this_run", {})
-    out.print(f"kept {result.counts['problems']} training problems from {result.counts['families']} families and "
-              f"{result.counts['eval_items']} eval items; {result.counts['rejects']} rejects "
+    synthesis = result.details
+    _summary_table(synthesis)
+    reasons = synthesis.summary.get("reject_reasons", {})
+    this_run = synthesis.summary.get("this_run", {})
+    out.print(f"kept {synthesis.counts['problems']} training problems from {synthesis.counts['families']} families and "
+              f"{synthesis.counts['eval_items']} eval items; {synthesis.counts['rejects']} rejects "
               f"({', '.join(f'{k} {v}' for k, v in reasons.items()) or 'none'}); "
-              f"{this_run.get('verified_per_s') or 0:.1f} verified problems/s; wrote {target}")
-
-
-def run_synth_stage(loaded, target: Path, force: bool = False, show_progress: bool = True):
-    """Run the synth stage of a loaded recipe into `target` with a progress bar (also used by `trex run`)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from data_synth.pipeline import run_synth
-
-    config = loaded.section("synth")
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]:.1f} problems/s"), TextColumn("rejects {task.fields[rejects]}"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err, disable=not show_progress, transient=False) as progress:
-        tasks: dict[str, int] = {}
-        started: dict[str, float] = {}
-
-        def on_progress(update) -> None:
-            import time
-
-            if update.split not in tasks:
-                tasks[update.split] = progress.add_task(f"synth {update.split}", total=update.target,
-                                                        rate=0.0, rejects=0)
-                started[update.split] = (time.perf_counter(), update.kept)
-            since, resumed = started[update.split]
-            elapsed = max(time.perf_counter() - since, 1e-9)
-            progress.update(tasks[update.split], completed=update.kept, rejects=update.rejected,
-                            rate=(update.kept - resumed) / elapsed if update.candidates else 0.0)
-
-        return run_synth(config, target, force=force, on_progress=on_progress, recipe=loaded)
+              f"{this_run.get('verified_per_s') or 0:.1f} verified problems/s; wrote {result.folder}")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trex_cli.artifacts import StageFolder, StageState, write_json_atomic
-from trex_cli.data import pipeline, report
+from trex_cli.artifacts import StageState, write_json_atomic
+from trex_cli.data import build, dataset_card
 from trex_cli.data.cleaning import clean
 from trex_cli.data.config import DataConfig
 from trex_cli.data.decontaminate import BenchmarkIndex
@@ -76,27 +76,22 @@ def build_cpt(
     force: bool = False,
     show_progress: bool = True,
     save_recipe: Callable[[Path], object] | None = None,
-) -> dict:
-    """Build the CPT data folder `out`; returns the summary (also saved in stats.json)."""
+) -> dict | None:
+    """Build the CPT data folder `out`; returns the summary (also saved in stats.json), or None when
+    `out` holds this build finished already."""
     started = time.perf_counter()
+    plan = build.plan_build(config, "cpt", out, run_dir, force)
+    config, sources, tokenizer_path, folder = plan.config, plan.sources, plan.tokenizer_path, plan.folder
     seq_len = config.cpt.seq_len
-    sources = pipeline.resolve_sources(config.cpt.sources, run_dir)
-    tokenizer_path = Path(config.tokenizer) if config.tokenizer else None
-    stage_inputs, signatures = pipeline.stage_inputs_and_signature(
-        sources, config, [tokenizer_path] if tokenizer_path else []
-    )
-    folder = StageFolder(
-        out, "data-cpt", pipeline.fingerprint_config(config, "cpt", sources, signatures), inputs=stage_inputs, force=force
-    )
-    if pipeline.finished_already(folder):
-        return {"already_done": True, "out": str(out), **folder.read()["counts"]}
+    if build.finished_already(folder):
+        return None
 
     exclusions = ExclusionLog()
     bad = BadInput(exclusions, config.skip_bad)
     hasher = WordHasher()
     rng = np.random.default_rng(config.seed)
-    phase = pipeline.PhaseTimer()
-    with pipeline.progress_bar(show_progress) as progress, ThreadPoolExecutor(max_workers=1) as background:
+    phase = build.PhaseTimer()
+    with build.progress_bar(show_progress) as progress, ThreadPoolExecutor(max_workers=1) as background:
         read_task = progress.add_task("reading sources", total=len(sources))
         documents: list[Document] = []
         read_counts: dict[str, int] = {}
@@ -148,7 +143,7 @@ def build_cpt(
                 token_arrays = _encode_documents(tokenizer, kept)
         lengths = np.fromiter((len(a) for a in token_arrays), dtype=np.int64, count=len(token_arrays))
 
-        train_items, validation_items = pipeline.split_validation(lengths, config.validation_share, seq_len, rng)
+        train_items, validation_items = build.split_validation(lengths, config.validation_share, seq_len, rng)
         source_names = [s.path for s in sources]
         shares = {s.path: s.share for s in sources}
         split_rows = {}
@@ -206,8 +201,8 @@ def build_cpt(
         )
     exclusions.write(Path(out) / "exclusions.jsonl")
     histogram = "lengths.png"
-    report.write_histogram(Path(out) / histogram, lengths, seq_len, "CPT document lengths (after cleaning)", "document")
-    meta = report.write_meta(out, "cpt", seq_len, tokenizer, split_rows["train"]["rows"], split_rows["validation"]["rows"])
+    dataset_card.write_histogram(Path(out) / histogram, lengths, seq_len, "CPT document lengths (after cleaning)", "document")
+    meta = dataset_card.write_meta(out, "cpt", seq_len, tokenizer, split_rows["train"]["rows"], split_rows["validation"]["rows"])
     packed_tokens = split_rows["train"]["tokens"] + split_rows["validation"]["tokens"]
     stats = {
         "kind": "cpt",
@@ -218,8 +213,8 @@ def build_cpt(
         "drops_by_reason": exclusions.by_reason(),
         "splits": split_rows,
         "tokenizer": {"origin": tokenizer.origin, "vocab_size": tokenizer.vocab_size},
-        "cleaning": pipeline.cleaning_settings(config),
-        "lengths": report.length_summary(lengths),
+        "cleaning": build.cleaning_settings(config),
+        "lengths": dataset_card.length_summary(lengths),
         "histogram": histogram,
         "decontamination": {"ngram": config.decontaminate_ngram, "benchmarks": benchmarks.item_counts}
         if benchmarks
@@ -229,7 +224,7 @@ def build_cpt(
         "tokens_per_second": round(packed_tokens / wall, 1) if wall > 0 else None,
     }
     write_json_atomic(Path(out) / "stats.json", stats)
-    report.write_card(out, "cpt", stats, meta)
+    dataset_card.write_card(out, "cpt", stats, meta)
     if save_recipe is not None:
         save_recipe(Path(out))
     folder.finish(

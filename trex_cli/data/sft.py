@@ -18,7 +18,6 @@ both stages, as the paper mixes general instruction data into SFT.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -26,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trex_cli.artifacts import StageFolder, StageState, write_json_atomic
-from trex_cli.data import pipeline, report
+from trex_cli.artifacts import StageState, write_json_atomic
+from trex_cli.data import build, dataset_card
 from trex_cli.data.cleaning import clean
 from trex_cli.data.config import DataConfig
 from trex_cli.data.decontaminate import BenchmarkIndex
@@ -146,14 +145,6 @@ def _choose_tokenizer(config: DataConfig, out: Path, state: StageState, texts) -
     return train_tokenizer(texts, config.vocab_size)
 
 
-def default_tokenizer(config: DataConfig, run_dir: Path) -> str:
-    """SFT reuses the run's CPT tokenizer when there is one and none is named."""
-    if config.tokenizer:
-        return config.tokenizer
-    cpt_tokenizer = Path(config.cpt.out or run_dir / "data" / "cpt") / "tokenizer"
-    return str(cpt_tokenizer) if (cpt_tokenizer / "tokenizer.json").is_file() else ""
-
-
 def build_sft(
     config: DataConfig,
     out: Path,
@@ -161,30 +152,22 @@ def build_sft(
     force: bool = False,
     show_progress: bool = True,
     save_recipe: Callable[[Path], object] | None = None,
-) -> dict:
-    """Build the SFT data folder `out`; returns the summary (also saved in stats.json)."""
+) -> dict | None:
+    """Build the SFT data folder `out`; returns the summary (also saved in stats.json), or None when
+    `out` holds this build finished already."""
     started = time.perf_counter()
-    config = dataclasses.replace(config, tokenizer=default_tokenizer(config, run_dir))
+    plan = build.plan_build(config, "sft", out, run_dir, force)
+    config, sources, folder = plan.config, plan.sources, plan.folder
     section = config.sft
     seq_len = section.seq_len
-    sources = pipeline.resolve_sources(section.sources, run_dir)
-    tokenizer_path = Path(config.tokenizer) if config.tokenizer else None
-    extra_inputs = []
-    if tokenizer_path is not None:
-        # a trex CPT data folder's tokenizer: track that folder's manifest, else the files
-        extra_inputs = [tokenizer_path.parent if (tokenizer_path.parent / "meta.json").is_file() else tokenizer_path]
-    stage_inputs, signatures = pipeline.stage_inputs_and_signature(sources, config, extra_inputs)
-    folder = StageFolder(
-        out, "data-sft", pipeline.fingerprint_config(config, "sft", sources, signatures), inputs=stage_inputs, force=force
-    )
-    if pipeline.finished_already(folder):
-        return {"already_done": True, "out": str(out), **folder.read()["counts"]}
+    if build.finished_already(folder):
+        return None
 
     exclusions = ExclusionLog()
     bad = BadInput(exclusions, config.skip_bad)
     hasher = WordHasher()
     rng = np.random.default_rng(config.seed)
-    with pipeline.progress_bar(show_progress) as progress:
+    with build.progress_bar(show_progress) as progress:
         read_task = progress.add_task("reading sources", total=len(sources))
         conversations: list[Conversation] = []
         read_counts: dict[str, int] = {}
@@ -239,7 +222,7 @@ def build_sft(
             raise ValueError(f"every SFT sample is longer than seq_len={seq_len}; raise data.sft.seq_len")
         lengths = np.array([len(ids) for ids, _ in samples], dtype=np.int64)
 
-        train_items, validation_items = pipeline.split_validation(lengths, config.validation_share, 1, rng)
+        train_items, validation_items = build.split_validation(lengths, config.validation_share, 1, rng)
         source_names = [s.path for s in sources]
         shares = {s.path: s.share for s in sources}
         split_rows, mixes = {}, {}
@@ -283,8 +266,8 @@ def build_sft(
     ]
     exclusions.write(Path(out) / "exclusions.jsonl")
     histogram = "lengths.png"
-    report.write_histogram(Path(out) / histogram, lengths, seq_len, "SFT sample lengths (after cleaning)", "sample")
-    meta = report.write_meta(out, "sft", seq_len, tokenizer, split_rows["train"]["rows"], split_rows["validation"]["rows"])
+    dataset_card.write_histogram(Path(out) / histogram, lengths, seq_len, "SFT sample lengths (after cleaning)", "sample")
+    meta = dataset_card.write_meta(out, "sft", seq_len, tokenizer, split_rows["train"]["rows"], split_rows["validation"]["rows"])
     meta["packing"] = section.packing
     meta["stage"] = section.stage
     write_json_atomic(Path(out) / "meta.json", meta)
@@ -300,8 +283,8 @@ def build_sft(
         "drops_by_reason": exclusions.by_reason(),
         "splits": split_rows,
         "tokenizer": {"origin": tokenizer.origin, "vocab_size": tokenizer.vocab_size},
-        "cleaning": pipeline.cleaning_settings(config),
-        "lengths": report.length_summary(lengths),
+        "cleaning": build.cleaning_settings(config),
+        "lengths": dataset_card.length_summary(lengths),
         "histogram": histogram,
         "decontamination": {"ngram": config.decontaminate_ngram, "benchmarks": benchmarks.item_counts}
         if benchmarks
@@ -309,7 +292,7 @@ def build_sft(
         "wall_time_s": round(wall, 3),
     }
     write_json_atomic(Path(out) / "stats.json", stats)
-    report.write_card(out, "sft", stats, meta)
+    dataset_card.write_card(out, "sft", stats, meta)
     if save_recipe is not None:
         save_recipe(Path(out))
     folder.finish(

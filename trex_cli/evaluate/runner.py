@@ -191,6 +191,30 @@ def _read_done(path: Path) -> dict[tuple[str, str, int], dict]:
     return done
 
 
+def eval_stage_folder(
+    config: EvalConfig, out_dir: Path, benchmarks: list[Benchmark], generator, synth_dir: str | Path | None,
+    force: bool = False,
+) -> StageFolder:
+    """The eval's stage folder: what decides its samples (settings, benchmark versions, completions
+    file, weights) and the stage folders it reads (synth split, the model's training stage)."""
+    # Settings that change how fast, not what comes out, stay out of the fingerprint: an eval
+    # interrupted by rate limits can resume with fewer requests in flight.
+    outcome_settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in OPERATIONAL_SETTINGS}
+    stage_config = {
+        "eval": outcome_settings,
+        "benchmarks": {b.name: b.version for b in benchmarks},
+        "completions_sha256": sha256_file(Path(config.completions)) if config.backend == "file" else None,
+    }
+    inputs = [Path(synth_dir)] if synth_dir is not None and (Path(synth_dir) / "manifest.json").is_file() else []
+    if config.backend == "hf":
+        # A retrained export in the same place must not look "already done": follow the train stage's
+        # manifest (the export lives in train/<stage>/hf) and the weights' sizes and times.
+        checkpoint = Path(config.checkpoint)
+        inputs += [folder for folder in (checkpoint, checkpoint.parent) if (folder / "manifest.json").is_file()][:1]
+        stage_config["weights"] = generator.identity()["weights"]
+    return StageFolder(Path(out_dir), "eval", stage_config, inputs=inputs, force=force)
+
+
 def run_eval(
     config: EvalConfig,
     out_dir: str | Path,
@@ -214,26 +238,9 @@ def run_eval(
     benchmarks = load_benchmarks(config, synth_dir)
     generator = build_generator(config)
     prompt_builder = PromptBuilder(config.prompt, config.solver_library)
-
-    # Settings that change how fast, not what comes out, stay out of the fingerprint: an eval
-    # interrupted by rate limits can resume with fewer requests in flight.
-    outcome_settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in OPERATIONAL_SETTINGS}
-    stage_config = {
-        "eval": outcome_settings,
-        "benchmarks": {b.name: b.version for b in benchmarks},
-        "completions_sha256": sha256_file(Path(config.completions)) if config.backend == "file" else None,
-    }
-    inputs = [Path(synth_dir)] if synth_dir is not None and (Path(synth_dir) / "manifest.json").is_file() else []
-    if config.backend == "hf":
-        # A retrained export in the same place must not look "already done": follow the train stage's
-        # manifest (the export lives in train/<stage>/hf) and the weights' sizes and times.
-        checkpoint = Path(config.checkpoint)
-        inputs += [folder for folder in (checkpoint, checkpoint.parent) if (folder / "manifest.json").is_file()][:1]
-        stage_config["weights"] = generator.identity()["weights"]
-    stage = StageFolder(out_dir, "eval", stage_config, inputs=inputs, force=force)
+    stage = eval_stage_folder(config, out_dir, benchmarks, generator, synth_dir, force)
     state = stage.prepare()
     if state is StageState.DONE:
-        out.print(f"eval {out_dir}: already done")
         return json.loads((out_dir / "results.json").read_text())
 
     samples_path = out_dir / SAMPLES_FILE

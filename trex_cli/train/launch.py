@@ -37,7 +37,7 @@ def job_to_dict(job) -> dict:
 def job_from_dict(data: dict):
     from trex_cli.recipe import build_dataclass
     from trex_cli.train.config import TrainSection
-    from trex_cli.train.trainer import TrainJob
+    from trex_cli.train.job import TrainJob
 
     data = dict(data)
     data["train"] = build_dataclass(TrainSection, data["train"], "launch.json: train")

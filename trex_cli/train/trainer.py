@@ -33,6 +33,7 @@ from trex_cli.train.checkpoint import Checkpointer
 from trex_cli.train.config import StageSchedule, TrainSection
 from trex_cli.train.data import MicroBatch, TrainData, check_batch_sizes
 from trex_cli.train.distributed import Distributed
+from trex_cli.train.job import TrainJob
 from trex_cli.train.metrics import MetricsLogger, device_peak, flops_per_token, peak_memory_bytes
 from trex_cli.train.optim import build_optimizer, build_scheduler, clip_gradients, global_grad_norm
 from trex_cli.train.parallelize import parallelize
@@ -112,7 +113,7 @@ class Engine:
         layout = distributed.layout
         self.pipeline = None
         if layout.pp > 1:
-            from trex_cli.train.pipeline import build_pipeline
+            from trex_cli.train.pipeline_parallel import build_pipeline
 
             self.pipeline, make_schedule = build_pipeline(
                 model, distributed, train, seq_len, micro_batches, schedule.micro_batch_size, self.compute_dtype
@@ -176,7 +177,7 @@ class Engine:
 
     def _pipeline_forward_backward(self, micro_batches: list[MicroBatch], global_targets: tuple[float, float]):
         """The pipeline schedule over the micro-batches (every stage reads the same ones)."""
-        from trex_cli.train.pipeline import StageStatistics
+        from trex_cli.train.pipeline_parallel import StageStatistics
 
         runner, device = self.pipeline, self.distributed.device
         mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
@@ -253,7 +254,7 @@ class Engine:
             dist.all_reduce(load)
         load = load / replicas
         if self.pipeline is not None:
-            from trex_cli.train.pipeline import update_stage_expert_bias
+            from trex_cli.train.pipeline_parallel import update_stage_expert_bias
 
             update_stage_expert_bias(self.pipeline, load, self.train.expert_bias_update_rate)
         else:
@@ -272,25 +273,6 @@ class Engine:
         self.bad_steps_in_a_row = state["bad_steps_in_a_row"]
         self.skipped_steps = state["skipped_steps"]
         return int(state["step"])
-
-
-@dataclasses.dataclass
-class TrainJob:
-    """Everything one training stage needs, resolved by the command (the same on every rank)."""
-
-    stage: str  # "cpt" or "sft"
-    train: TrainSection
-    model_config: dict  # DeepseekV4Config fields (to_dict)
-    stage_folder: Path  # runs/<name>/train/<stage>
-    data_folder: Path
-    init_path: Path | None
-    fingerprint_config: dict  # what StageFolder fingerprints
-    inputs: list[Path]
-    show_progress: bool = True
-
-    @property
-    def schedule(self) -> StageSchedule:
-        return self.train.stage(self.stage)
 
 
 def export_checkpoint(checkpoint: Path, config, target: Path, tokenizer_dir: Path | None) -> Path:

@@ -1,5 +1,5 @@
-"""What `trex data cpt` and `trex data sft` share: resolving sources, the stage folder and its
-fingerprint, reading and cleaning, the tokenizer, the validation split, progress display."""
+"""What the CPT and SFT builds (`trex data cpt`, `trex data sft`) share: resolving sources, the stage
+folder and its fingerprint (`plan_build`), the validation split, phase timing, progress display."""
 
 from __future__ import annotations
 
@@ -18,10 +18,44 @@ from trex_cli.data.readers import source_kind
 TRANSFORM_VERSION = 1  # bump when a change to the build changes its output for the same inputs
 
 
-def resolve_sources(sources: list[SourceSpec], run_dir: Path) -> list[SourceSpec]:
-    """The sources to read: the given ones, or the run's synth folder; duplicates are an error."""
+@dataclasses.dataclass
+class BuildPlan:
+    """A build before it starts: its settings (defaults filled in), sources, tokenizer and stage folder."""
+
+    config: DataConfig
+    sources: list[SourceSpec]
+    tokenizer_path: Path | None
+    folder: StageFolder
+
+
+def plan_build(config: DataConfig, kind: str, out: Path, run_dir: Path, force: bool = False) -> BuildPlan:
+    """The `kind` ("cpt" or "sft") build of `config` into `out`. Without sources it reads the run's synth
+    folder; SFT without a tokenizer reuses the run's CPT tokenizer when there is one. Reads only file
+    metadata (signatures), so `trex run` can ask a build's fingerprint without building."""
+    from trex_cli.run_layout import RunLayout
+
+    defaults = RunLayout.at(run_dir)
+    if kind == "sft" and not config.tokenizer:
+        cpt_tokenizer = (Path(config.cpt.out) if config.cpt.out else defaults.data_cpt) / "tokenizer"
+        if (cpt_tokenizer / "tokenizer.json").is_file():
+            config = dataclasses.replace(config, tokenizer=str(cpt_tokenizer))
+    sources = resolve_sources(getattr(config, kind).sources, defaults.synth)
+    tokenizer_path = Path(config.tokenizer) if config.tokenizer else None
+    extra_inputs = []
+    if tokenizer_path is not None:
+        # a trex CPT data folder's tokenizer: track that folder's manifest, else the files
+        in_data_folder = (tokenizer_path.parent / "meta.json").is_file()
+        extra_inputs = [tokenizer_path.parent if in_data_folder else tokenizer_path]
+    stage_inputs, signatures = stage_inputs_and_signature(sources, config, extra_inputs)
+    folder = StageFolder(
+        out, f"data-{kind}", fingerprint_config(config, kind, sources, signatures), inputs=stage_inputs, force=force
+    )
+    return BuildPlan(config, sources, tokenizer_path, folder)
+
+
+def resolve_sources(sources: list[SourceSpec], default: Path) -> list[SourceSpec]:
+    """The sources to read: the given ones, or the `default` synth folder; duplicates are an error."""
     if not sources:
-        default = run_dir / "synth"
         if not default.exists():
             raise FileNotFoundError(
                 f"no data sources given and {default} does not exist; run `trex synth` first or pass --source PATH"

@@ -16,7 +16,10 @@ from typer.testing import CliRunner
 
 from trex_cli.app import app
 from trex_cli.artifacts import write_json_atomic
-from trex_cli.pipeline import STAGE_NAMES, Pipeline, downstream_of, parse_only
+from trex_cli.orchestrator import RecipeRun, downstream_of, parse_only
+
+STAGE_NAMES = ("synth", "data-cpt", "data-sft", "model-init", "train-cpt", "train-sft", "eval-start", "eval-cpt",
+               "eval-sft")
 
 MICRO_RECIPE = """
 [run]
@@ -103,7 +106,7 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.slow
-def test_pipeline_killed_midway_finishes_on_rerun_and_then_only_prints_the_report(tmp_path):
+def test_run_killed_midway_finishes_on_rerun_and_then_only_prints_the_report(tmp_path):
     recipe, run_dir = write_micro_recipe(tmp_path)
     log_path = tmp_path / "first_run.log"
 
@@ -146,7 +149,7 @@ def test_pipeline_killed_midway_finishes_on_rerun_and_then_only_prints_the_repor
         assert results["config"]["checkpoint"] == str(
             run_dir / "train" / ("init" if label == "start" else label) / "hf"
         )
-    state = json.loads((run_dir / "pipeline.json").read_text())
+    state = json.loads((run_dir / "run.json").read_text())
     assert set(state["stages"]) == set(STAGE_NAMES)
     assert state["stages"]["eval-sft"]["model"] == str(run_dir / "train" / "sft" / "hf")
 
@@ -169,29 +172,33 @@ def test_pipeline_killed_midway_finishes_on_rerun_and_then_only_prints_the_repor
     assert snapshot(run_dir) == before
 
 
-def test_pipeline_only_expands_groups_and_keeps_pipeline_order():
-    assert parse_only(None) == STAGE_NAMES
-    assert parse_only("eval-sft,train") == ("train-cpt", "train-sft", "eval-sft")
-    assert parse_only("data") == ("data-cpt", "data-sft")
+def test_run_has_the_stages_in_order_and_only_expands_groups_keeping_that_order(tmp_path):
+    recipe, _ = write_micro_recipe(tmp_path)
+    assert tuple(RecipeRun(recipe).stages) == STAGE_NAMES
+    assert parse_only(None, STAGE_NAMES) == STAGE_NAMES
+    assert parse_only("eval-sft,train", STAGE_NAMES) == ("train-cpt", "train-sft", "eval-sft")
+    assert parse_only("data", STAGE_NAMES) == ("data-cpt", "data-sft")
     with pytest.raises(ValueError, match="unknown stage 'trian'.*train-cpt"):
-        parse_only("trian")
+        parse_only("trian", STAGE_NAMES)
 
 
-def test_pipeline_downstream_of_lists_every_reader():
-    assert downstream_of("train-cpt") == ["train-cpt", "train-sft", "eval-cpt", "eval-sft"]
-    assert downstream_of("synth") == list(STAGE_NAMES)
-    assert downstream_of("eval-start") == ["eval-start"]
+def test_run_downstream_of_lists_every_reader(tmp_path):
+    recipe, _ = write_micro_recipe(tmp_path)
+    stages = RecipeRun(recipe).stages
+    assert downstream_of("train-cpt", stages) == ["train-cpt", "train-sft", "eval-cpt", "eval-sft"]
+    assert downstream_of("synth", stages) == list(STAGE_NAMES)
+    assert downstream_of("eval-start", stages) == ["eval-start"]
 
 
-def test_pipeline_only_refuses_a_stage_whose_input_has_not_finished(tmp_path):
+def test_run_only_refuses_a_stage_whose_input_has_not_finished(tmp_path):
     recipe, run_dir = write_micro_recipe(tmp_path)
     result = CliRunner().invoke(app, ["run", str(recipe), "--only", "train-sft"])
     assert result.exit_code == 1
     assert "stage train-sft reads data-sft" in flat(result.output) and "add data-sft to --only" in flat(result.output)
-    assert not (run_dir / "pipeline.json").exists()
+    assert not (run_dir / "run.json").exists()
 
 
-def test_pipeline_refuses_evals_that_may_not_run_programs_before_any_stage(tmp_path, monkeypatch):
+def test_run_refuses_evals_that_may_not_run_programs_before_any_stage(tmp_path, monkeypatch):
     monkeypatch.delenv("TREX_ALLOW_CODE_EXECUTION", raising=False)
     recipe, run_dir = write_micro_recipe(tmp_path)
     result = CliRunner().invoke(app, ["run", str(recipe), "--set", "eval.allow_code_execution=false"])
@@ -200,7 +207,7 @@ def test_pipeline_refuses_evals_that_may_not_run_programs_before_any_stage(tmp_p
     assert not run_dir.exists()
 
 
-def test_pipeline_refuses_a_run_folder_another_run_holds(tmp_path):
+def test_run_refuses_a_run_folder_another_run_holds(tmp_path):
     import fcntl
 
     recipe, run_dir = write_micro_recipe(tmp_path)
@@ -211,35 +218,37 @@ def test_pipeline_refuses_a_run_folder_another_run_holds(tmp_path):
         lock.flush()
         result = CliRunner().invoke(app, ["run", str(recipe)])
     assert result.exit_code == 1
-    assert "in use by another `trex run` (pid 12345)" in flat(result.output)
+    assert "in use by pid 12345" in flat(result.output)
     assert not (run_dir / "synth").exists()
 
 
-def test_pipeline_unknown_recipe_key_names_the_file_and_key(tmp_path):
+def test_run_unknown_recipe_key_names_the_file_and_key(tmp_path):
     recipe, _ = write_micro_recipe(tmp_path)
     result = CliRunner().invoke(app, ["run", str(recipe), "--set", "train.cpt.max_stpes=3"])
     assert result.exit_code == 1
     assert "max_stpes" in flat(result.output) and "micro.toml" in flat(result.output)
 
 
-def _finished_stage(folder: Path, stage: str, marker: str) -> None:
+def _finished_stage(folder: Path, stage: str, marker: str, inputs: list[Path] = ()) -> None:
+    from trex_cli.artifacts import sha256_file
+
     folder.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(folder / "manifest.json", {"stage": stage, "fingerprint": marker})
+    lineage = [{"path": str(i), "manifest_sha256": sha256_file(i / "manifest.json")} for i in inputs]
+    write_json_atomic(folder / "manifest.json", {"stage": stage, "fingerprint": marker, "inputs": lineage})
 
 
-def test_pipeline_evaluates_again_when_its_model_was_rebuilt(tmp_path):
+def test_run_evaluates_again_when_its_model_was_rebuilt(tmp_path):
     """No model run here: the stage folders are stand-ins holding only the manifests the check reads."""
     recipe, run_dir = write_micro_recipe(tmp_path)
-    _finished_stage(run_dir / "train" / "sft", "train-sft", "first")
-    _finished_stage(run_dir / "eval" / "sft", "eval", "eval")
-    pipeline = Pipeline(recipe)
-    pipeline.state = {"stages": {"eval-sft": {"model_manifest_sha256": pipeline.layout.manifest_sha("train-sft")}}}
-    assert not pipeline._model_changed("eval-sft")
-    _finished_stage(run_dir / "train" / "sft", "train-sft", "rebuilt")
-    assert pipeline._model_changed("eval-sft")
-    # an interrupted eval (no manifest yet) of a model rebuilt since it started starts again too
+    model = run_dir / "train" / "sft"
+    _finished_stage(model, "train-sft", "first")
+    _finished_stage(run_dir / "eval" / "sft", "eval", "eval", inputs=[model])
+    evaluation = RecipeRun(recipe).stages["eval-sft"]
+    assert evaluation.stale_inputs() == []
+    _finished_stage(model, "train-sft", "rebuilt")
+    assert evaluation.stale_inputs() == [str(model)]
+    # an interrupted eval (no manifest yet, its stage.json names the inputs) of a model rebuilt since starts again too
     (run_dir / "eval" / "sft" / "manifest.json").unlink()
-    assert pipeline._model_changed("eval-sft")
-    # an eval the pipeline never recorded (run by `trex eval` itself) is taken as it is
-    pipeline.state = {"stages": {}}
-    assert not pipeline._model_changed("eval-sft")
+    write_json_atomic(run_dir / "eval" / "sft" / "stage.json",
+                      {"stage": "eval", "fingerprint": "x", "inputs": [{"path": str(model), "manifest_sha256": "old"}]})
+    assert evaluation.stale_inputs() == [str(model)]

@@ -1,4 +1,4 @@
-"""The synthesis pipeline behind `trex synth`: sample, verify, render, write; deterministic and resumable.
+"""Synthesis, the library behind `trex synth`: sample, verify, render, write; deterministic and resumable.
 
 Candidates are numbered per split ("train", "eval"); candidate `i` of a split draws everything (family,
 difficulty, scenario, instance, infeasible or not, representation, answer style) from its own random
@@ -11,7 +11,9 @@ Candidates are processed in blocks of `block_size`. A finished block's files (pr
 documents, SFT samples, rejects) are written atomically and then its marker `blocks/<split>-<b>.json`
 (also atomic); a re-run skips marked blocks and rewrites the rest, so a killed run resumes to exactly
 the records an uninterrupted run writes. At the end the rejects are merged into `rejects.jsonl`, the
-eval split becomes `eval/test.jsonl` with its data files, and the manifest is written last.
+eval split becomes `eval/test.jsonl` with its data files. The stage folder around it (fingerprint,
+manifest written last, `--force`) is the synth stage's (`trex_cli.stages.synth`); this module writes
+only the folder's content.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 
 from data_synth.config import SynthConfig
 from data_synth.family import DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
+from data_synth.files import write_json_atomic, write_text_atomic
 from data_synth.render import (
     cpt_document,
     eval_item,
@@ -42,9 +45,6 @@ from data_synth.render import (
 
 SPLITS = ("train", "eval")
 ANSWER_STYLES = ("model", "model_program", "program")
-STAGE = "synth"
-
-
 # ------------------------------------------------------------------------------------- configuration
 
 def check_config(config: SynthConfig, where: str = "[synth]") -> None:
@@ -306,7 +306,6 @@ class Progress:
 @dataclass
 class SynthResult:
     out: Path
-    state: str  # "done" when the folder was already finished
     counts: dict = field(default_factory=dict)
     per_family: dict = field(default_factory=dict)
     summary: dict = field(default_factory=dict)
@@ -377,26 +376,11 @@ def _block_paths(out: Path, split: str, block: int) -> dict[str, Path]:
     return paths
 
 
-def run_synth(config: SynthConfig, out: Path, force: bool = False,
-              on_progress: Callable[[Progress], None] | None = None,
-              recipe=None) -> SynthResult:
-    """Synthesize into `out` (a stage folder); see the module docstring."""
-    from trex_cli.artifacts import StageFolder, StageState, write_json_atomic, write_text_atomic
-
+def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress], None] | None = None) -> SynthResult:
+    """Synthesize into the folder `out`, resuming from its finished blocks; see the module docstring.
+    Returns the counts and summary the stage's manifest records."""
     check_config(config)
     out = Path(out)
-    stage = StageFolder(out, STAGE, fingerprint_config(config), force=force)
-    state = stage.prepare()
-    if state == StageState.DONE:
-        manifest = stage.read()
-        return SynthResult(out, "done", manifest.get("counts", {}), manifest.get("per_family", {}))
-    if recipe is not None:
-        recipe.save_resolved(out, ["run", "synth"])
-    else:
-        from trex_cli.recipe import dumps_toml
-
-        write_text_atomic(out / "recipe.resolved.toml", dumps_toml({"synth": dataclasses.asdict(config)}))
-
     seen_hashes: set[str] = set()
     timing = Counter()
     teacher = Counter()
@@ -484,13 +468,11 @@ def run_synth(config: SynthConfig, out: Path, force: bool = False,
         if executor is not None:
             executor.close()
     wall = time.perf_counter() - wall_started
-    return _finish(out, config, stage, per_family, timing, teacher, wall, verified_new)
+    return _finish(out, per_family, timing, teacher, wall, verified_new)
 
 
-def _finish(out: Path, config: SynthConfig, stage, per_family: dict, timing: Counter, teacher: Counter,
-            wall: float, verified_new: int) -> SynthResult:
-    from trex_cli.artifacts import write_json_atomic, write_text_atomic
-
+def _finish(out: Path, per_family: dict, timing: Counter, teacher: Counter, wall: float,
+            verified_new: int) -> SynthResult:
     rejects_rows: list[dict] = []
     for split in SPLITS:
         for path in sorted((out / "blocks").glob(f"{split}-*.rejects.jsonl")):
@@ -525,5 +507,4 @@ def _finish(out: Path, config: SynthConfig, stage, per_family: dict, timing: Cou
         "teacher": dict(teacher),
     }
     write_json_atomic(out / "summary.json", summary)
-    stage.finish(counts, {"per_family": families_table, "reject_reasons": dict(reasons.most_common())})
-    return SynthResult(out, "finished", counts, families_table, summary)
+    return SynthResult(out, counts, families_table, summary)

@@ -1,0 +1,79 @@
+"""The synth stage: `data_synth.synthesis` inside a stage folder (fingerprint, resume, manifest last)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from trex_cli.artifacts import StageFolder, StageState, write_text_atomic
+from trex_cli.stages import Stage
+
+
+class SynthStage(Stage):
+    name = "synth"
+    does = "solver-verified problems, CPT documents, SFT samples, held-out eval split"
+
+    @property
+    def folder(self) -> Path:
+        return self.layout.synth
+
+    def stage_folder(self, force: bool = False) -> StageFolder:
+        from data_synth.synthesis import fingerprint_config
+
+        return StageFolder(self.folder, "synth", fingerprint_config(self.recipe.section("synth")), force=force)
+
+    def build(self, force: bool, show_progress: bool):
+        from trex_cli.console import err
+
+        with synth_progress(err, show_progress) as on_progress:
+            return run_synth_stage(self.recipe.section("synth"), self.folder, force=force, on_progress=on_progress,
+                                   save_recipe=lambda folder: self.recipe.save_resolved(folder, ["run", "synth"]))
+
+
+def run_synth_stage(config, out: Path, *, force: bool = False, on_progress: Callable | None = None,
+                    save_recipe: Callable[[Path], object] | None = None):
+    """Synthesize `config` into the stage folder `out`: None when it was finished already, else the
+    `SynthResult` (also what the manifest records)."""
+    from data_synth.synthesis import check_config, fingerprint_config, synthesize
+    from trex_cli.recipe import dumps_toml
+
+    check_config(config)  # before the folder is touched
+    folder = StageFolder(Path(out), "synth", fingerprint_config(config), force=force)
+    if folder.prepare() is StageState.DONE:
+        return None
+    if save_recipe is not None:
+        save_recipe(folder.path)
+    else:
+        write_text_atomic(folder.path / "recipe.resolved.toml", dumps_toml({"synth": dataclasses.asdict(config)}))
+    result = synthesize(config, folder.path, on_progress=on_progress)
+    folder.finish(result.counts, {"per_family": result.per_family,
+                                  "reject_reasons": result.summary.get("reject_reasons", {})})
+    return result
+
+
+@contextlib.contextmanager
+def synth_progress(console, enabled: bool) -> Iterator[Callable]:
+    """A rich progress bar per split; yields synthesis's progress callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:.1f} problems/s"), TextColumn("rejects {task.fields[rejects]}"),
+               TimeElapsedColumn())
+    tasks: dict[str, int] = {}
+    started: dict[str, tuple[float, int]] = {}
+    with Progress(*columns, console=console, disable=not enabled, transient=False) as progress:
+
+        def on_progress(update) -> None:
+            if update.split not in tasks:
+                tasks[update.split] = progress.add_task(f"synth {update.split}", total=update.target,
+                                                        rate=0.0, rejects=0)
+                started[update.split] = (time.perf_counter(), update.kept)
+            since, resumed = started[update.split]
+            elapsed = max(time.perf_counter() - since, 1e-9)
+            progress.update(tasks[update.split], completed=update.kept, rejects=update.rejected,
+                            rate=(update.kept - resumed) / elapsed if update.candidates else 0.0)
+
+        yield on_progress
