@@ -29,6 +29,8 @@ __all__ = ["write_json_atomic", "write_text_atomic"]  # the one implementation, 
 
 MANIFEST = "manifest.json"
 STAGE_STATE = "stage.json"
+# what a stage writes before it does any work: a folder holding only these has nothing to lose
+BOOKKEEPING = (STAGE_STATE, "recipe.resolved.toml", "launch.json")
 TRACKED_PACKAGES = ("trex", "torch", "pyomo", "highspy", "datasets", "tokenizers", "transformers", "numpy")
 
 
@@ -175,12 +177,18 @@ class StageFolder:
         state_path = self.path / STAGE_STATE
         if state_path.is_file():
             state = json.loads(state_path.read_text())
-            if state.get("fingerprint") != fingerprint:
+            if state.get("fingerprint") == fingerprint:
+                return StageState.RESUME
+            work = self.work_done()
+            if work:
+                shown = ", ".join(work[:5]) + (f" and {len(work) - 5} more" if len(work) > 5 else "")
                 raise StageConflict(
-                    f"{self.path} holds an interrupted {self.stage} started with other settings or inputs; "
-                    "pass --force to start it again, or choose another output folder"
+                    f"{self.path} holds an unfinished {self.stage} started with other settings or inputs; the new "
+                    f"settings would discard its work ({shown}): pass --force to start again with them, run it "
+                    "again with its old settings to finish it, or choose another output folder"
                 )
-            return StageState.RESUME
+            # it stopped before doing any work (a mistake found early): start again with the new settings
+            shutil.rmtree(self.path)
         if self.path.exists() and any(self.path.iterdir()):
             raise ValueError(
                 f"{self.path} is not empty and is not a trex {self.stage} folder; "
@@ -190,6 +198,16 @@ class StageFolder:
         write_json_atomic(state_path, {"stage": self.stage, "fingerprint": fingerprint, "started": self._started,
                                        "inputs": self.input_lineage()})
         return StageState.FRESH
+
+    def work_done(self) -> list[str]:
+        """The files an unfinished run of the stage left, besides its own bookkeeping (what `--force` or
+        other settings would throw away)."""
+        if not self.path.is_dir():
+            return []
+        return sorted(
+            str(path.relative_to(self.path)) for path in self.path.rglob("*")
+            if path.is_file() and path.name not in BOOKKEEPING and not path.name.startswith(".")
+        )
 
     def finish(self, counts: dict | None = None, extra: dict | None = None) -> dict:
         """Write the manifest, last, by atomic rename."""

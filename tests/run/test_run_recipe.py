@@ -252,3 +252,26 @@ def test_run_evaluates_again_when_its_model_was_rebuilt(tmp_path):
     write_json_atomic(run_dir / "eval" / "sft" / "stage.json",
                       {"stage": "eval", "fingerprint": "x", "inputs": [{"path": str(model), "manifest_sha256": "old"}]})
     assert evaluation.stale_inputs() == [str(model)]
+
+
+def test_run_rebuild_hint_keeps_the_users_overrides(tmp_path):
+    recipe, _ = write_micro_recipe(tmp_path)
+    run = RecipeRun(recipe, ["train.cpt.lr=1e-3", "eval.limit=1"])
+    assert run.rerun_command("train-cpt") == (
+        f"trex run {recipe} --set train.cpt.lr=1e-3 --set eval.limit=1 --force --only train-cpt,train-sft,eval-cpt,eval-sft"
+    )
+
+
+def test_run_sees_a_corpus_file_changed_in_place(tmp_path):
+    """The fast path ("every stage is finished") asks each stage for its fingerprint now, which covers
+    the files the recipe names: a corpus edited in place makes its data stage unfinished."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"document {i} about linear programs and duals"}) + "\n" for i in range(40)))
+    recipe, run_dir = write_micro_recipe(tmp_path)
+    overrides = [f'data.cpt.sources=[{{ path = "{corpus}" }}]', "data.vocab_size=300"]
+    stage = RecipeRun(recipe, overrides).stages["data-cpt"]
+    stage.run(show_progress=False)
+    assert RecipeRun(recipe, overrides).stages["data-cpt"].is_finished()
+    with open(corpus, "a") as stream:
+        stream.write(json.dumps({"text": "one more document about integer programs"}) + "\n")
+    assert not RecipeRun(recipe, overrides).stages["data-cpt"].is_finished()
