@@ -188,11 +188,6 @@ class Recipe:
             return run.name
         return self.path.stem if self.path else "recipe"
 
-    @property
-    def run_dir(self) -> Path:
-        run = self.section("run")
-        return Path(run.run_dir) if run.run_dir else Path("runs") / self.name
-
     def section(self, name: str) -> Any:
         """The validated dataclass for `[name]`, defaults filled in when the table is absent."""
         if name not in self.sections:
