@@ -43,7 +43,8 @@ def test_gold_reads_the_objective_of_a_program_that_prints_nothing(tmp_path):
     config = EvalConfig(benchmarks=[str(benchmark)], backend="gold", allow_code_execution=True, timeout=30)
     rules = run_eval(config, tmp_path / "out", show_progress=False)["scores"]["b4o"]["rules"]
     assert rules["strict"]["pass@1"] == 1.0 and rules["trex-paper"]["pass@1"] == 1.0
-    assert rules["sirl"]["pass@1"] == 0.0  # the printed-objective rules find no line to read
+    assert rules["opt-engine"]["pass@1"] == 0.0  # the printed-objective rules find no line to read
+    assert rules["sirl"]["pass@1"] == 1.0  # SIRL's evaluator prints the objective after the solve itself
 
 
 def test_execution_must_be_allowed(tmp_path, monkeypatch):
@@ -98,7 +99,8 @@ def test_file_backend_cli_regrade_and_compare(tmp_path):
     ])  # fmt: skip
     outside = runner.invoke(app, ["eval", "regrade", str(published), "--pred-field", "pred", "--answer-field", "gt"])
     assert outside.exit_code == 0, outside.output
-    assert "│ strict *   │       2 │" in outside.output and "│ orlm       │       3 │" in outside.output
+    # ORLM's evaluator reads -99999 as a number: "No Best Solution" does not match it there
+    assert "│ strict *   │       2 │" in outside.output and "│ orlm       │       2 │" in outside.output
     missing = runner.invoke(app, ["eval", "regrade", str(published), "--pred-field", "nope", "--answer-field", "gt"])
     assert missing.exit_code == 1 and "nope" in missing.output
 

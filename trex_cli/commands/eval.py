@@ -21,7 +21,8 @@ app = typer.Typer(
 FLAG_KEYS = (
     "benchmark_dir", "question_field", "answer_field", "id_field", "limit", "backend", "endpoint", "model",
     "checkpoint", "completions", "prompt", "solver_library", "temperature", "top_p", "max_tokens", "seed",
-    "samples", "concurrency", "timeout", "memory_mb", "workers", "isolation", "rule",
+    "samples", "concurrency", "timeout", "memory_mb", "workers", "isolation", "rule", "suite", "api_key_env",
+    "api_mode", "extra_body",
 )  # fmt: skip
 
 
@@ -34,10 +35,15 @@ def eval_command(
         typer.Option("--benchmark", "-b", help="Benchmark name (nl4opt, optibench, b4o-feasible, industryor, mamo-easy, "
                      "mamo-complex, optmath, synth, ...) or a JSON / JSONL file; repeat for several."),
     ] = None,
+    suite: Annotated[str | None, typer.Option(help="A named suite instead of --benchmark: trex (the paper's NL4OPT, OptiBench, B4O-Feasible, "
+                     "B4O-ORGEval with its prompts and rules; results.json gets their mean).")] = None,
     benchmark_dir: Annotated[str | None, typer.Option(help="Folder the benchmark names are resolved in (else $TREX_BENCHMARK_DIR).")] = None,
     backend: Annotated[str | None, typer.Option(help="Where completions come from: openai, hf, file or gold.")] = None,
     endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint (default: the first it lists).")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the endpoint's API key (default OPENAI_API_KEY).")] = None,
+    api_mode: Annotated[str | None, typer.Option(help="openai backend: chat, or completions (a plain-text prompt, for base models).")] = None,
+    extra_body: Annotated[str | None, typer.Option(help='openai backend: JSON object added to every request body, e.g. \'{"top_k": 20}\'.')] = None,
     checkpoint: Annotated[str | None, typer.Option(help="hf backend: a trex HF export folder.")] = None,
     completions: Annotated[str | None, typer.Option(help="file backend: JSONL with id, completion (and sample).")] = None,
     prompt: Annotated[str | None, typer.Option(help="Prompt style: trex, trex-paper, synth (the prompt of the synthetic SFT samples), or a template file with {question}.")] = None,
@@ -81,6 +87,13 @@ def eval_command(
         given["benchmarks"] = [part for spec in benchmark for part in spec.split(",") if part]
     if allow_code_execution:
         given["allow_code_execution"] = True
+    if suite:
+        from trex_cli.evaluate.config import SUITES
+
+        if suite not in SUITES:
+            raise ValueError(f"--suite {suite!r}: use one of {', '.join(SUITES)}")
+        given.setdefault("prompt", SUITES[suite]["prompt"])  # the suite's own prompt unless --prompt says otherwise
+        given.setdefault("rule", "trex-paper")
     config = _with_overrides(config, given)
     eval_name = name or _default_name(config)
     folder = out_dir or loaded.run_dir / "eval" / eval_name
@@ -119,15 +132,22 @@ def _print_summary(results: dict, folder: Path) -> None:
     table = Table(title=f"Pass@1 (%) by rule; headline: {headline}")
     table.add_column("benchmark")
     table.add_column("items", justify="right")
-    rules = list(next(iter(results["scores"].values()))["rules"]) if results["scores"] else []
+    from trex_cli.evaluate.report import RULE_ORDER
+
+    rules = [r for r in RULE_ORDER if any(r in score["rules"] for score in results["scores"].values())]
     for rule in rules:
         table.add_column(rule, justify="right")
     for benchmark, score in results["scores"].items():
         cells = [
-            f"{100 * score['rules'][r]['pass@1']:.2f} ± {100 * score['rules'][r]['pass@1_stderr']:.2f}" for r in rules
+            f"{100 * score['rules'][r]['pass@1']:.2f} ± {100 * score['rules'][r]['pass@1_stderr']:.2f}" if r in score["rules"] else "-"
+            for r in rules
         ]
         table.add_row(benchmark, str(score["items"]), *cells)
     out.print(table)
+    if results.get("suite"):
+        suite = results["suite"]
+        out.print(f"suite {suite['name']}: mean Pass@1 {100 * suite['mean_pass@1']:.2f}% over {', '.join(suite['benchmarks'])}"
+                  + (f" (published {100 * suite['published_mean']:.2f}%)" if suite.get("published_mean") else ""))
     out.print(f"report: {folder / 'report.md'}")
 
 
@@ -213,6 +233,9 @@ def compare_command(
     second: Annotated[Path, typer.Argument(help="Eval folder (or samples.jsonl) B.")],
     rule: Annotated[str, typer.Option(help="Rule the comparison uses.")] = "strict",
     show: Annotated[int, typer.Option(help="List at most this many wins and losses each.")] = 20,
+    allow_different_benchmarks: Annotated[
+        bool, typer.Option("--allow-different-benchmarks", help="Compare even when the evals used different benchmark files (SHA-256).")
+    ] = False,
 ) -> None:
     """Per-item wins (A right, B wrong) and losses (A wrong, B right) between two evals."""
     from rich.table import Table
@@ -220,8 +243,10 @@ def compare_command(
     from trex_cli.evaluate.grading import check_rule_name
     from trex_cli.evaluate.report import compare, load_sample_records
 
-    check_rule_name(rule)
-    result = compare(load_sample_records(first), load_sample_records(second), rule)
+    check_rule_name(rule, structure=True)
+    result = compare(load_sample_records(first), load_sample_records(second), rule, allow_different_benchmarks)
+    if result["different_benchmark_versions"]:
+        out.print(f"warning: different benchmark versions for {', '.join(result['different_benchmark_versions'])}; compared anyway")
     out.print(
         f"rule {rule}: {result['shared_items']} shared items; A {100 * result['pass@1_a']:.2f}% vs "
         f"B {100 * result['pass@1_b']:.2f}%; A wins {len(result['wins'])}, loses {len(result['losses'])}, "
