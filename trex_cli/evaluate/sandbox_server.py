@@ -341,7 +341,7 @@ def write_model_file(path, gurobi_models, pyomo_models, program_globals):
                 model.write(path)
                 return
             if hasattr(model, "component_data_objects") and hasattr(model, "write"):
-                model.write(path, format="lp", io_options={"symbolic_solver_labels": True})
+                model.write(path, io_options={"symbolic_solver_labels": True})
                 return
         except Exception as error:
             print(f"trex: could not write the model as LP ({error!r})", file=sys.stderr)
