@@ -7,7 +7,9 @@ import json
 
 import pytest
 from eval_fixtures import GUROBI_MODEL_PROGRAM, PYOMO_MODEL_PROGRAM, orgeval_fixture, write_jsonl
+from typer.testing import CliRunner
 
+from trex_cli.app import app
 from trex_cli.evaluate import EvalConfig, run_eval
 from trex_cli.evaluate.equivalence import check_equivalence, normalize, read_lp
 
@@ -127,6 +129,8 @@ def test_gold_gurobipy_and_pyomo_programs_are_graded_by_the_model_they_build(tmp
     assert "## bench4opt by `wp_type` (rule `orgeval`)" in (out / "report.md").read_text()
     lm_eval = json.loads((out / "results_lm_eval.json").read_text())
     assert lm_eval["results"]["trex_bench4opt"]["pass@1,orgeval"] == pytest.approx(0.5)
+    regraded = CliRunner().invoke(app, ["eval", "regrade", str(out / "samples.jsonl"), "--rule", "orgeval"])
+    assert regraded.exit_code == 0 and "│ orgeval *  │       2 │" in regraded.output, regraded.output
     assert lm_eval["n-shot"] == {"trex_bench4opt": 0} and lm_eval["versions"]["trex_bench4opt"] == results["benchmarks"]["bench4opt"]["sha256"]
 
 

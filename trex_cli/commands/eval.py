@@ -168,10 +168,17 @@ def regrade(
     from rich.table import Table
 
     from trex_cli.evaluate.benchmarks import read_records
-    from trex_cli.evaluate.grading import RULES, Prediction, check_rule_name, parse_answer, verdicts
+    from trex_cli.evaluate.grading import (
+        RULES,
+        STRUCTURE_RULE,
+        Prediction,
+        check_rule_name,
+        parse_answer,
+        verdicts,
+    )
     from trex_cli.evaluate.runner import prediction_from_record
 
-    check_rule_name(rule)
+    check_rule_name(rule, structure=True)
     if not file.is_file():
         raise FileNotFoundError(f"{file} not found")
     records = read_records(file)
@@ -184,6 +191,11 @@ def regrade(
     graded = []
     for line, record in records:
         where = f"{file}:{line}"
+        if own_format and STRUCTURE_RULE in record["verdicts"]:
+            # B4O-ORGEval: the verdict is about the model the program built; it has no objective to regrade
+            correct[STRUCTURE_RULE] = correct.get(STRUCTURE_RULE, 0) + bool(record["verdicts"][STRUCTURE_RULE])
+            graded.append(record)
+            continue
         if own_format:
             raw_answer, raw_prediction = record.get("answer"), None
         else:
@@ -206,7 +218,8 @@ def regrade(
     table.add_column("rule")
     table.add_column("correct", justify="right")
     table.add_column("Pass@1 (%)", justify="right")
-    for name in [rule] + [r for r in RULES if r != rule]:
+    correct.setdefault(rule, 0)
+    for name in [rule] + [r for r in correct if r != rule]:
         table.add_row(name + (" *" if name == rule else ""), str(correct[name]), f"{100 * correct[name] / len(graded):.2f}")
     out.print(table)
     if output is not None:
