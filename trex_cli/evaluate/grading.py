@@ -6,12 +6,14 @@ objective of the model the program built, an optimal solver status and a clean e
 1e-6 * max(1, |truth|); an infeasible truth needs an infeasible status.
 
 Each published rule follows its authors' evaluator code, not their prose (ORLM's `eval/execute.py`,
-SIRL's `check_result.py`), including what trex's own rule avoids on purpose: under `orlm` only the
-string "No Best Solution" means infeasible (-9999 is a number to match); under `sirl` a timeout earns
-credit for an infeasible truth and the objective is read back with SIRL's regex, which drops exponents.
-Under trex's `strict`, numbers keep their exponents and a timeout never earns credit. No rule retries a
-wrong program with its variables or its sense changed (SIRL's evaluator does; trex does not run a
-program the model did not write).
+which OptMATH's `eval/executor.py` repeats; SIRL's `check_result.py`), including what trex's own rule
+avoids on purpose: under `orlm` only the string "No Best Solution" means infeasible (-9999 is a number
+to match); under `sirl` a timeout earns credit for an infeasible truth and the objective is read back
+with SIRL's regex, which drops exponents. Under trex's `strict`, numbers keep their exponents and a
+timeout never earns credit. No rule retries a wrong program with its variables or its sense changed
+(SIRL's and OptMATH's evaluators do; trex does not run a program the model did not write). The
+`opt-engine` and `optibench` rules follow their papers' descriptions: their evaluator code was not
+available to check.
 
 B4O-ORGEval items have no objective: they are graded by structural equivalence of the model the
 program built with a reference LP (`trex_cli.evaluate.equivalence`), under the one rule `orgeval`.
@@ -44,6 +46,7 @@ STRUCTURE_RULE_DESCRIPTION = (
     "(normalized, same sizes, same Weisfeiler-Lehman colours, WL sufficient condition)"
 )
 ORLM_INFEASIBLE = "No Best Solution"  # the only infeasible answer ORLM's evaluator knows
+ORLM_INFEASIBLE_TRUTHS = (ORLM_INFEASIBLE, "No Best Solution.")  # OptMATH's evaluator accepts the dot too
 
 # Answers that mean "this instance has no optimal solution" in the published benchmark files.
 INFEASIBLE_WORDS = ("no best solution", "infeasible", "no feasible solution", "unbounded")
@@ -205,7 +208,7 @@ def _orlm_answer(pred: Prediction) -> float | str | None:
 
 def _orlm(pred: Prediction, truth: Truth) -> bool:
     answer = _orlm_answer(pred)
-    if truth.raw == ORLM_INFEASIBLE:
+    if truth.raw in ORLM_INFEASIBLE_TRUTHS:
         return answer == ORLM_INFEASIBLE
     if answer is None or answer == ORLM_INFEASIBLE:
         return False
@@ -288,7 +291,7 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "orlm",
-            "ORLM (eval/execute.py): the model's objective after an optimal solve, else 'No Best Solution'; both "
+            "ORLM / OptMATH (eval/execute.py, eval/executor.py): the model's objective after an optimal solve, else 'No Best Solution'; both "
             "rounded to integers, relative error <= 5%; only a 'No Best Solution' truth is infeasible (-9999 is a number)",
             _orlm,
         ),
