@@ -92,6 +92,8 @@ def eval_command(
 
         if suite not in SUITES:
             raise ValueError(f"--suite {suite!r}: use one of {', '.join(SUITES)}")
+        if benchmark:
+            raise ValueError(f"--suite {suite} names its own benchmarks ({', '.join(SUITES[suite]['benchmarks'])}); drop --benchmark")
         given.setdefault("prompt", SUITES[suite]["prompt"])  # the suite's own prompt unless --prompt says otherwise
         given.setdefault("rule", "trex-paper")
     config = _with_overrides(config, given)
