@@ -4,6 +4,7 @@ evals in which the sandbox captures the model a program built (gurobipy or Pyomo
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from eval_fixtures import GUROBI_MODEL_PROGRAM, PYOMO_MODEL_PROGRAM, orgeval_fixture, write_jsonl
@@ -141,3 +142,15 @@ def test_gold_on_the_orgeval_fixture_is_all_equivalent_and_a_model_less_program_
     no_model = write_jsonl(tmp_path / "none.jsonl", [{"id": f"BENCH4OPT_{i}", "completion": "```python\nprint('hello')\n```"} for i in (0, 1)])
     config = EvalConfig(benchmarks=[str(benchmark)], backend="file", completions=str(no_model), allow_code_execution=True, timeout=60)
     assert run_eval(config, tmp_path / "none", show_progress=False)["scores"]["b4o-orgeval"]["outcomes"]["no model"] == 2
+
+
+CONFORMANCE_ENV = "TREX_CONFORMANCE_DIR"  # a folder holding slai_trex_eval/ (the T-Rex paper's benchmarks)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get(CONFORMANCE_ENV), reason=f"set {CONFORMANCE_ENV} to check gold on the real B4O-ORGEval")
+def test_conformance_the_reference_programs_build_equivalent_models_on_the_real_b4o_orgeval(tmp_path):
+    config = EvalConfig(benchmarks=["b4o-orgeval"], benchmark_dir=os.environ[CONFORMANCE_ENV], backend="gold",
+                        allow_code_execution=True, timeout=120, workers=2)  # fmt: skip
+    score = run_eval(config, tmp_path / "gold", show_progress=False)["scores"]["b4o-orgeval"]
+    assert score["items"] == 394 and score["rules"]["orgeval"]["pass@1"] >= 0.95

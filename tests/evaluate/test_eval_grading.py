@@ -27,6 +27,7 @@ def test_exponents_are_kept_when_reading_printed_objectives():
     assert printed_objective("Objective: 1.5e+06\n") == 1.5e6
     assert printed_objective("Optimal objective value = 2.5E-3") == 0.0025
     assert printed_objective("Total cost: 1,234.5") == 1234.5
+    assert printed_objective("optimal_value = 42.5") == 42.5  # the T-Rex B4O prompt's own line
     # a regex that drops the exponent would read 1.5 and grade this wrong
     truth = parse_answer("1500000.0")
     printed_only = Prediction(status="optimal", printed_objective=printed_objective("objective 1.5e+06"), exit_ok=True)

@@ -58,7 +58,7 @@ INFEASIBLE_STATUSES = ("infeasible", "unbounded", "infeasible_or_unbounded")
 
 # A number with its exponent; thousands separators allowed ("1,234.5").
 NUMBER_PATTERN = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-OBJECTIVE_LINE = re.compile(r"objective|optimal (?:value|cost|profit)|total (?:cost|profit)", re.IGNORECASE)
+OBJECTIVE_LINE = re.compile(r"objective|optimal[ _](?:value|cost|profit)|total (?:cost|profit)", re.IGNORECASE)
 INFEASIBLE_LINE = re.compile(r"infeasible|no best solution|no feasible solution|unbounded", re.IGNORECASE)
 
 
