@@ -22,9 +22,19 @@ with the paper's:
 Quirks of the checker kept on purpose (a trex score must mean what the paper's does), all of which
 apply the same way to the reference and the candidate: the objective sense and constant are not
 compared; a one-variable row keeps its sense when its coefficient is negative (`-2 x <= 4` becomes
-the upper bound -2); colour sets are compared, not class sizes. One difference: HiGHS-free reading
-aside, an integer variable bounded to [0, 1] counts as binary (Gurobi's reader keeps the
-declaration apart; the two define the same set).
+the upper bound -2); colour sets are compared, not class sizes. One difference: an integer variable
+bounded to [0, 1] counts as binary (Gurobi's reader keeps the two declarations apart; they define the
+same set, and Pyomo's and gurobipy's writers spell it differently).
+
+The model comes from the sandbox (`capture_model`): a gurobipy model is written by Gurobi's own LP
+writer, as the reference LPs were; a Pyomo model by Pyomo's, which splits a ranged row into two rows
+and writes an objective constant as a variable fixed at 1 (as Gurobi does), but leaves out variables
+that no row or objective uses (Gurobi keeps them): such a Pyomo model has fewer variables than the
+same model built with gurobipy.
+
+On the real B4O-ORGEval set (394 items) the benchmark's own reference programs, run in trex's
+sandbox, build models graded equivalent for 384 (97.46%); T-Rex's checker gives the same verdict on
+each of the 394 pairs.
 """
 
 from __future__ import annotations
