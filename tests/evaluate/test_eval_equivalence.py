@@ -104,12 +104,15 @@ def test_an_unreadable_candidate_is_not_equivalent(tmp_path):
 
 def test_gold_gurobipy_and_pyomo_programs_are_graded_by_the_model_they_build(tmp_path):
     benchmark = orgeval_fixture(tmp_path / "bench4opt")
-    wrong_coefficient = GUROBI_MODEL_PROGRAM.replace('data["use"][i] * x[i]', '1.5 * data["use"][i] * x[i]')
-    dropped_constraint = GUROBI_MODEL_PROGRAM.replace('model.addConstr(x[0] - x[1] <= 0, name="balance")', "")
+    # trex writes the model the program built itself: the programs below write no model.lp of their own
+    wrong_coefficient = GUROBI_MODEL_PROGRAM.replace('data["use"][i] * x[i]', '1.5 * data["use"][i] * x[i]').replace('model.write("model.lp")', "")
+    dropped_constraint = GUROBI_MODEL_PROGRAM.replace('model.addConstr(x[0] - x[1] <= 0, name="balance")', "").replace(
+        'model.write("model.lp")', "model.optimize()")
+    other_file = GUROBI_MODEL_PROGRAM.replace('model.write("model.lp")', 'model.write("plan.lp")')
     completions = write_jsonl(tmp_path / "completions.jsonl", [
         {"id": "BENCH4OPT_0", "sample": 0, "completion": f"```python\n{PYOMO_MODEL_PROGRAM}```"},
         {"id": "BENCH4OPT_0", "sample": 1, "completion": f"```python\n{wrong_coefficient}```"},
-        {"id": "BENCH4OPT_1", "sample": 0, "completion": f"```python\n{GUROBI_MODEL_PROGRAM}```"},
+        {"id": "BENCH4OPT_1", "sample": 0, "completion": f"```python\n{other_file}```"},
         {"id": "BENCH4OPT_1", "sample": 1, "completion": f"```python\n{dropped_constraint}```"},
     ])  # fmt: skip
     config = EvalConfig(benchmarks=[str(benchmark)], backend="file", completions=str(completions), samples=2,

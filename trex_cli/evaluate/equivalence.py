@@ -20,7 +20,7 @@ with the paper's:
    (symmetric decomposable).
 
 Quirks of the checker kept on purpose (a trex score must mean what the paper's does), all of which
-apply the same way to the reference and the candidate: the objective sense and constant are not
+apply the same way to the reference and the candidate: the objective sense is not
 compared; a one-variable row keeps its sense when its coefficient is negative (`-2 x <= 4` becomes
 the upper bound -2); colour sets are compared, not class sizes. One difference: an integer variable
 bounded to [0, 1] counts as binary (Gurobi's reader keeps the two declarations apart; they define the

@@ -336,7 +336,8 @@ def write_model_file(path, gurobi_models, pyomo_models, program_globals):
     candidates.append(program_globals.get("model"))
     for model in candidates:
         try:
-            if type(model).__module__.startswith("gurobipy"):
+            # the server's RecordedModel subclass stands for gurobipy.Model: look along the classes
+            if any(cls.__module__.startswith("gurobipy") for cls in type(model).__mro__):
                 model.update()
                 model.write(path)
                 return
