@@ -130,8 +130,8 @@ def _default_name(config) -> str:
 def _print_summary(results: dict, folder: Path) -> None:
     from rich.table import Table
 
-    headline = results["headline_rule"]
-    table = Table(title=f"Pass@1 (%) by rule; headline: {headline}")
+    headlines = sorted({score.get("headline_rule", results["headline_rule"]) for score in results["scores"].values()})
+    table = Table(title=f"Pass@1 (%) by rule; headline: {', '.join(headlines) or results['headline_rule']}")
     table.add_column("benchmark")
     table.add_column("items", justify="right")
     from trex_cli.evaluate.report import RULE_ORDER
