@@ -154,6 +154,7 @@ def lm_eval_results(results: dict) -> dict:
             "gen_kwargs": {key: results.get("config", {}).get(key) for key in ("temperature", "top_p", "max_tokens", "seed")},
         },
         "git_hash": results.get("git_hash"),
+        "date": results.get("finished_at"),
     }
     suite = results.get("suite")
     if suite:

@@ -367,6 +367,7 @@ def run_eval(
         },
         "scores": score_records(records, headline_rule),
         "wall_time_s": round(time.time() - started, 2),
+        "finished_at": time.time(),
     }
     if config.suite:
         results["suite"] = suite_summary(config.suite, results["scores"])
