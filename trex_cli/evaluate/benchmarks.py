@@ -8,6 +8,8 @@ extension says):
   to the file's folder, given to the program as `data.json`) and `reference_program`.
 - Bench4Opt (`problem`, `optimal_value` or `gt_optimal_value`, `data_path` relative to the file's
   folder, given to the program as `data.json`, `reference_code`).
+- B4O-ORGEval (`problem`, `data_path`, `reference_lp_path`: a reference model in LP format, relative
+  to the file's folder): no objective; graded by structural equivalence with the reference LP.
 - anything else through `question_field` / `answer_field` (and `id_field`).
 
 Item ids are the record's `id` field where it has one, else its 0-based position in the file, as a
@@ -29,12 +31,16 @@ from trex_cli.evaluate.grading import Truth, parse_answer
 BENCHMARK_DIR_ENV = "TREX_BENCHMARK_DIR"
 DATA_FILE_NAME = "data.json"  # what a program opens in its working folder
 
+# Fields that split a benchmark into subsets for per-subset Pass@1 (problem type, wording, difficulty).
+SUBSET_FIELDS = ("problem_type", "problem_class", "wp_type", "difficulty")
+
 # Benchmark names -> candidate paths under the benchmark folder (first existing wins).
 NAMED_BENCHMARKS: dict[str, tuple[str, ...]] = {
     "nl4opt": ("slai_trex_eval/NL4OPT/test.jsonl", "NL4OPT/test.jsonl"),
     "optibench": ("slai_trex_eval/optibench/OptiBench.json", "optibench/OptiBench.json"),
     "b4o-feasible": ("slai_trex_eval/bench4opt_feasible/test.jsonl", "bench4opt_feasible/test.jsonl"),
     "b4o-solver": ("slai_trex_eval/bench4opt/solver_test.jsonl", "bench4opt/solver_test.jsonl"),
+    "b4o-orgeval": ("slai_trex_eval/bench4opt/test.jsonl", "bench4opt/test.jsonl"),
     "industryor": ("sirl_test_data/IndustryOR_fixedV2.json", "IndustryOR_fixedV2.json"),
     "mamo-easy": ("sirl_test_data/MAMO_EasyLP_fixed.jsonl", "MAMO_EasyLP_fixed.jsonl"),
     "mamo-complex": ("sirl_test_data/MAMO_ComplexLP_fixed.jsonl", "MAMO_ComplexLP_fixed.jsonl"),
@@ -60,13 +66,15 @@ class BenchmarkItem:
     data_files: dict[str, str] = field(default_factory=dict)  # name in the work folder -> path here
     reference_program: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    reference_model: str | None = None  # B4O-ORGEval: the reference LP file the program's model must match
     content_hash: str = ""
 
     def __post_init__(self) -> None:
         if not self.content_hash:
             digest = hashlib.sha256()
             digest.update(json.dumps([self.question, self.answer], default=str).encode())
-            for name, path in sorted(self.data_files.items()):
+            references = {"(reference model)": self.reference_model} if self.reference_model else {}
+            for name, path in sorted({**self.data_files, **references}.items()):
                 digest.update(name.encode())
                 digest.update(sha256_file(Path(path)).encode())
             self.content_hash = digest.hexdigest()
@@ -164,11 +172,6 @@ def load_benchmark(
     layout = "mapped" if question_field or answer_field else detect_layout(set(records[0][1]))
     if layout == "mapped" and not (question_field and answer_field):
         raise ValueError(f"{path}: give both --question-field and --answer-field (got only one)")
-    if layout == "bench4opt-orgeval":
-        raise ValueError(
-            f"{path}: B4O-ORGEval items carry no objective (they are graded by structural equivalence with "
-            "a reference LP, which trex does not implement); use b4o-feasible or b4o-solver"
-        )
     if layout == "unknown":
         raise ValueError(
             f"{path}: unknown layout (fields: {', '.join(sorted(records[0][1]))}); pass --question-field "
@@ -214,12 +217,26 @@ def _build_item(
 ) -> BenchmarkItem:
     data_files: dict[str, str] = {}
     reference_program = None
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = {key: record[key] for key in SUBSET_FIELDS if key in record}
+    if record.get("data_path"):
+        metadata["data_path"] = record["data_path"]  # as the benchmark names it (the paper's prompt shows it)
+    if layout == "bench4opt-orgeval":
+        question = _field(record, "problem", where)
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"{where}: the question is empty or not a string")
+        reference = _existing(folder / str(_field(record, "reference_lp_path", where)), where)
+        if record.get("data_path"):
+            data_files[DATA_FILE_NAME] = str(_existing(folder / record["data_path"], where))
+        return BenchmarkItem(
+            id=item_id, question=question, truth=Truth(infeasible=False), answer=None, benchmark=name,
+            version=version, data_files=data_files, reference_program=record.get("reference_code"),
+            metadata=metadata, reference_model=str(reference),
+        )  # fmt: skip
     if layout == "mapped":
         question, answer = _field(record, question_field, where), _field(record, answer_field, where)
     elif layout in ("en_question", "trex-eval-split"):
         question, answer = _field(record, "en_question", where), _field(record, "en_answer", where)
-        for key in ("difficulty", "family", "representation"):
+        for key in ("family", "representation"):
             if key in record:
                 metadata[key] = record[key]
         if layout == "trex-eval-split":
@@ -230,9 +247,6 @@ def _build_item(
         question = _field(record, "problem", where)
         answer = record["optimal_value"] if "optimal_value" in record else record["gt_optimal_value"]
         reference_program = record.get("reference_code")
-        for key in ("problem_type", "problem_class", "wp_type"):
-            if key in record:
-                metadata[key] = record[key]
         if record.get("data_path"):
             data_files[DATA_FILE_NAME] = str(_existing(folder / record["data_path"], where))
     if not isinstance(question, str) or not question.strip():
@@ -258,5 +272,5 @@ def _build_item(
 
 def _existing(path: Path, where: str) -> Path:
     if not path.is_file():
-        raise FileNotFoundError(f"{where}: data file {path} does not exist")
+        raise FileNotFoundError(f"{where}: file {path} does not exist")
     return path
