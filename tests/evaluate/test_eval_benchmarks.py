@@ -7,7 +7,8 @@ import json
 import pytest
 from eval_fixtures import bench4opt_fixture, en_question_rows, write_jsonl
 
-from trex_cli.evaluate.benchmarks import DATA_FILE_NAME, load_benchmark, resolve_benchmark
+from trex_cli.benchmark_files import DATA_FILE_NAME, resolve_benchmark
+from trex_cli.evaluate.benchmarks import load_benchmark
 from trex_cli.evaluate.grading import Truth
 from trex_cli.evaluate.prompts import PromptBuilder, extract_program
 

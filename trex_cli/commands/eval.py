@@ -162,7 +162,7 @@ def regrade(
 
     from rich.table import Table
 
-    from trex_cli.evaluate.benchmarks import read_records
+    from trex_cli.benchmark_files import read_records
     from trex_cli.evaluate.grading import (
         RULES,
         STRUCTURE_RULE,

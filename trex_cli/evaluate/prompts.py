@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from trex_cli.evaluate.benchmarks import DATA_FILE_NAME, BenchmarkItem
+from trex_cli.benchmark_files import DATA_FILE_NAME
+from trex_cli.evaluate.benchmarks import BenchmarkItem
 
 SYSTEM_PROMPT = (
     "You are an expert in operations research and optimization modeling. You turn a business problem "

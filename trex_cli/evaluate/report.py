@@ -70,7 +70,7 @@ def score_records(records: list[dict], headline_rule: str = "strict") -> dict:
     """{benchmark: {"rules": {rule: {...}}, "headline_rule", "subsets", "outcomes", "items"}} from
     sample records. A benchmark is scored under the rules its records carry verdicts for (B4O-ORGEval:
     `orgeval` only, which is then its headline)."""
-    from trex_cli.evaluate.benchmarks import SUBSET_FIELDS
+    from trex_cli.benchmark_files import SUBSET_FIELDS
 
     by_benchmark: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for record in records:
