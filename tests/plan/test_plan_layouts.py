@@ -16,7 +16,7 @@ from trex_cli.models.deepseek_v4.flops import training_flops_per_token
 from trex_cli.plan.clusters import PROFILES, load_cluster
 from trex_cli.plan.layout import (
     Job,
-    Layout,
+    PlannedLayout,
     check,
     default_noop_layers,
     microbatches,
@@ -27,9 +27,9 @@ from trex_cli.plan.parameters import ModelShape
 from trex_cli.plan.search import evaluate, search
 from trex_cli.recipe import load_recipe
 
-PRO_LAYOUT = Layout(tp=2, pp=8, vpp_layers=4, ep=64, etp=1, cp=1, micro_batch=1, recompute="full",
+PRO_LAYOUT = PlannedLayout(tp=2, pp=8, vpp_layers=4, ep=64, etp=1, cp=1, micro_batch=1, recompute="full",
                     optimizer_swap=True, noop_layers=(3, 62, 63))
-FLASH_LAYOUT = Layout(tp=1, pp=4, vpp_layers=0, ep=32, etp=1, cp=1, micro_batch=1, recompute="full",
+FLASH_LAYOUT = PlannedLayout(tp=1, pp=4, vpp_layers=0, ep=32, etp=1, cp=1, micro_batch=1, recompute="full",
                       optimizer_swap=True, noop_layers=(43,))
 
 

@@ -142,7 +142,7 @@ def plan(
 
     from trex_cli.artifacts import write_text_atomic
     from trex_cli.plan.clusters import load_cluster
-    from trex_cli.plan.layout import Job, Layout, default_noop_layers
+    from trex_cli.plan.layout import Job, PlannedLayout, default_noop_layers
     from trex_cli.plan.memory import Precision
     from trex_cli.plan.mfu import flops_per_token
     from trex_cli.plan.search import evaluate, search
@@ -170,7 +170,7 @@ def plan(
         recompute_mode = recompute or section.recompute
         if recompute_mode not in ("full", "selective", "none"):
             raise ValueError(f"--recompute {recompute_mode!r}: use full, selective or none")
-        layout = Layout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp,
+        layout = PlannedLayout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp,
                         micro_batch=micro_batch or section.micro_batch, recompute=recompute_mode,
                         optimizer_swap=section.optimizer_swap if swap is None else swap, noop_layers=noop)
         evaluation = evaluate(job, layout, cluster_profile, model_flops, precision)

@@ -130,7 +130,7 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
     if chosen_engine not in ("native", "mindspeed"):
         raise ValueError(f"--engine {chosen_engine!r}: use native or mindspeed")
     if chosen_engine == "mindspeed":
-        from trex_cli.plan.mindspeed import run_mindspeed
+        from trex_cli.train.engines.mindspeed import run_mindspeed
 
         result = run_mindspeed(stage, recipe, Path(run_dir) if run_dir else recipe.run_dir, dry_run)
         mode = "wrote (dry run)" if result.get("dry_run") else "ran"

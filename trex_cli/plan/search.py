@@ -1,4 +1,4 @@
-"""Layout search: enumerate TP, PP, VPP, EP, expert-TP, CP, micro-batch, recompute and optimizer
+"""PlannedLayout search: enumerate TP, PP, VPP, EP, expert-TP, CP, micro-batch, recompute and optimizer
 swap; drop the layouts that break a divisibility rule or do not fit in memory (keeping the reason);
 rank the rest by estimated step time.
 
@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 from trex_cli.plan.clusters import ClusterProfile
-from trex_cli.plan.layout import Job, Layout, default_noop_layers, validate
+from trex_cli.plan.layout import Job, PlannedLayout, default_noop_layers, validate
 from trex_cli.plan.memory import MemoryEstimate, Precision, estimate_memory
 from trex_cli.plan.timing import TimeEstimate, estimate_time, mfu
 
@@ -26,7 +26,7 @@ MAX_VIRTUAL_STAGES = 8  # of a node's host memory, for swapped optimizer states
 
 @dataclasses.dataclass
 class Evaluation:
-    layout: Layout
+    layout: PlannedLayout
     feasible: bool
     reasons: list[str]
     memory: MemoryEstimate | None = None
@@ -49,7 +49,7 @@ class Evaluation:
         }
 
 
-def evaluate(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_token: float,
+def evaluate(job: Job, layout: PlannedLayout, cluster: ClusterProfile, flops_per_token: float,
              precision: Precision | None = None) -> Evaluation:
     """Check one layout: rules, memory against the device and host, and its step-time estimate."""
     problems = validate(layout, job, cluster.ranks_per_node)
@@ -124,7 +124,7 @@ def candidate_structures(job: Job, cluster: ClusterProfile, micro_batches: tuple
                             if len(noop) > pp and "vpp" not in fixed:
                                 continue  # more padding than one no-op layer per stage wastes compute
                             for micro in micro_batches:
-                                yield Layout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp, micro_batch=micro,
+                                yield PlannedLayout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp, micro_batch=micro,
                                              noop_layers=noop)
 
 

@@ -24,7 +24,7 @@ import dataclasses
 from trex_cli.plan.clusters import ClusterProfile
 from trex_cli.plan.layout import (
     Job,
-    Layout,
+    PlannedLayout,
     data_parallel,
     expert_data_parallel,
     microbatches,
@@ -76,7 +76,7 @@ class TimeEstimate:
         return dataclasses.asdict(self)
 
 
-def stage_compute_weights(job: Job, layout: Layout, layer_flops: float, head_flops: float) -> list[float]:
+def stage_compute_weights(job: Job, layout: PlannedLayout, layer_flops: float, head_flops: float) -> list[float]:
     """FLOPs per token each stage computes (before the TP x CP split)."""
     shape = job.shape
     slot_to_layer = real_layer_of_slot(layout, shape)
@@ -91,7 +91,7 @@ def stage_compute_weights(job: Job, layout: Layout, layer_flops: float, head_flo
     return weights
 
 
-def estimate_time(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_token: float,
+def estimate_time(job: Job, layout: PlannedLayout, cluster: ClusterProfile, flops_per_token: float,
                   precision: Precision | None = None, overlap: dict[str, float] | None = None) -> TimeEstimate:
     """Seconds per optimizer step of `layout` for `job`; `flops_per_token` is the model's training
     FLOPs per token (Megatron convention)."""
@@ -194,7 +194,7 @@ def mfu(estimate: TimeEstimate, world: int, cluster: ClusterProfile) -> float:
     return estimate.model_flops_per_step / (estimate.step * world * cluster.peak_bf16_tflops * 1e12)
 
 
-def calibrate_efficiency(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_token: float,
+def calibrate_efficiency(job: Job, layout: PlannedLayout, cluster: ClusterProfile, flops_per_token: float,
                          measured_step_seconds: float) -> float:
     """The compute efficiency at which the model's estimate of `layout` equals a measured step time
     (bisection; communication terms do not depend on it)."""
