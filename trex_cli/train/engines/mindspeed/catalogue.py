@@ -253,12 +253,13 @@ def read_script(text: str) -> dict[str, Any]:
             name = (array or string).group(1)
             body = (array or string).group(3 if array else 2)
             closer = ")" if array else '"'
+            closing = re.compile(re.escape(closer) + r"\s*(#[^'\"]*)?$")  # the closer, maybe a comment after it
             collected = [body]
-            while not collected[-1].rstrip().endswith(closer) and index + 1 < len(lines):
+            while not closing.search(collected[-1]) and index + 1 < len(lines):
                 index += 1
                 collected.append(lines[index])
-            joined = "\n".join(collected).rstrip()
-            joined = joined[: -1] if joined.endswith(closer) else joined
+            collected[-1] = closing.sub("", collected[-1])
+            joined = "\n".join(collected).rstrip().removesuffix("\\")  # a continuation before the closer
             try:
                 words = _words(joined if array else joined.replace('"', ""))
             except ValueError:
