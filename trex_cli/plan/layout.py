@@ -178,6 +178,30 @@ def validate(layout: PlannedLayout, job: Job, ranks_per_node: int | None = None)
     return problems
 
 
+ENGINES = ("mindspeed", "native")
+
+
+def engine_problems(layout: PlannedLayout, job: Job, engine: str) -> list[str]:
+    """What keeps a trex engine from running the layout. MindSpeed-LLM (Ascend) runs every Megatron
+    layout; trex's native trainer folds experts into the data-parallel ranks with expert-TP 1 and has
+    no context parallel (trex_cli/train/distributed.py)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if engine == "mindspeed":
+        return []
+    problems = []
+    if layout.cp != 1:
+        problems.append(f"CP {layout.cp}: trex's native trainer has no context parallel (use CP 1, or an Ascend "
+                        "profile for MindSpeed-LLM)")
+    if layout.etp != 1:
+        problems.append(f"ETP {layout.etp}: trex's native trainer keeps expert-TP 1")
+    dense_dp = job.world // (layout.tp * layout.pp)
+    if dense_dp and dense_dp % layout.ep:
+        problems.append(f"EP {layout.ep} does not divide the {dense_dp} data-parallel ranks trex's native trainer "
+                        "folds experts into")
+    return problems
+
+
 def check(layout: PlannedLayout, job: Job, ranks_per_node: int | None = None) -> None:
     """Raise ValueError listing every broken rule."""
     problems = validate(layout, job, ranks_per_node)
