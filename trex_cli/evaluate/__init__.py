@@ -2,9 +2,9 @@
 sandbox and graded under every published rule (trex's own, `strict`, by default).
 
 Modules: `config` (the [eval] table), `benchmarks` (loaders), `prompts` (prompt styles, program
-extraction), `generators` (openai, hf, file, gold), `sandbox` + `sandbox_server` (contained
-execution), `grading` (answers, rules, outcome classes), `report` (scores, report.md, chart,
-comparison), `runner` (`run_eval`, what `trex eval` and `trex run` call).
+extraction), `generators` (openai, hf, file, gold), `grading` (answers, rules, outcome classes),
+`report` (scores, report.md, chart, comparison), `runner` (`run_eval`, what `trex eval` and `trex run`
+call). Programs run in the `trex_sandbox` package (shared with synth verification).
 """
 
 from trex_cli.evaluate.config import EvalConfig
