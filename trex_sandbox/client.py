@@ -176,6 +176,7 @@ def _bwrap_mounts(python: str) -> list[str]:
             arguments += ["--symlink", os.readlink(folder), folder]
         elif os.path.isdir(folder):
             arguments += ["--ro-bind", folder, folder]
+    arguments += ["--perms", "0755", "--dir", "/etc"]  # bwrap would make it private (0700)
     for path in ETC_FILES:
         if os.path.exists(path):
             arguments += ["--ro-bind", path, path]

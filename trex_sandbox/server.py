@@ -204,8 +204,17 @@ def install_hooks(events_fd):
                 pyomo_depth[0] += 1
                 try:
                     results = original(*args, **kwargs)
-                finally:
+                except BaseException:
+                    # Pyomo raises after an infeasible solve (load_solutions=True): the HiGHS run
+                    # inside it still says what the solver found.
                     pyomo_depth[0] -= 1
+                    inner = emitted_events[events_before:]
+                    if inner:
+                        emit({"api": "pyomo", "solver": solver_name, "status": inner[-1].get("status", "unknown"),
+                              "objective": inner[-1].get("objective"), "objective_source": "solver",
+                              "gap": inner[-1].get("gap"), "raised": True})
+                    raise
+                pyomo_depth[0] -= 1
                 model = args[0] if args else kwargs.get("model")
                 try:
                     condition = None
