@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
 from trex_sandbox import Sandbox, SandboxSettings
+from trex_sandbox.server import landlock_abi
 
 SECRET = "answer-of-item-17: 4242.5"
 SYSTEM_ENTRIES = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc", "tmp", "run"}
@@ -108,3 +111,28 @@ def test_a_sealed_program_still_imports_and_solves(sealed):
     result = sealed.run(program)
     assert result.exit_ok, result.stderr
     assert result.last_line == "Objective: 4.0" and result.solves[0]["objective"] == 4.0
+
+
+def test_a_sealed_program_cannot_connect_out(sealed):
+    if "Landlock" in sealed.isolation and landlock_abi() < 4:
+        pytest.skip(f"Landlock ABI {landlock_abi()} has no network rules (4 or later has)")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    connections = []
+
+    def accept() -> None:
+        try:
+            connections.append(listener.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    port = listener.getsockname()[1]
+    result = sealed.run(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\n")
+    thread.join()
+    listener.close()
+    assert result.exit_code == 1 and not connections
+    assert "ConnectionRefusedError" in result.stderr or "PermissionError" in result.stderr, result.stderr
