@@ -22,7 +22,7 @@ from reading the answers:
   /home, the rest of /root and /work are not there.
 - Files, without bubblewrap (`isolation = "process"`, or "auto" where bwrap fails): Landlock rules,
   where the kernel has Landlock, allow reading the same system folders, /etc files, Python
-  installation, a few devices and /proc, and reading and writing the program's own folder only; with
+  installation, a few devices and its own /proc entry, and reading and writing its own folder only; with
   Landlock ABI 4 or later TCP connect and bind are refused too. Without Landlock files are NOT
   sealed, and the sandbox says so once (`on_warning`).
 - Users: when trex runs as root, each program drops to an unprivileged user of its own worker slot,

@@ -159,11 +159,11 @@ def python_paths(python: str) -> list[str]:
 
 
 def readable_paths(python: str) -> list[str]:
-    """Everything a sealed program may read: the system folders, a few /etc files, the Python
-    installation and its packages, the few devices and /proc (Landlock rules; bubblewrap builds the
-    same view from binds)."""
+    """Everything a Landlock-sealed program may read: the system folders, a few /etc files, the Python
+    installation and its packages, a few devices, and of /proc only its own entry (/proc/self is
+    resolved when the rules are made: the harness's entries, environment included, stay closed)."""
     existing = [path for path in (*SYSTEM_FOLDERS, *ETC_FILES) if os.path.lexists(path)]
-    return existing + python_paths(python) + ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc"]
+    return existing + python_paths(python) + ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc/self"]
 
 
 def _bwrap_mounts(python: str) -> list[str]:
