@@ -17,8 +17,9 @@ from reading the answers:
 - Files, with bubblewrap (`isolation = "bwrap"`, or "auto" where `bwrap` works): the program's root
   holds only /usr, /bin, /lib*, a few /etc files (loader cache, passwd, group, nsswitch, localtime),
   the Python installation and its packages (read-only, at their own paths, so the folders on the way
-  there appear with nothing else in them), a minimal /dev, its own /proc, and a private /tmp with
-  the job folders; no network, its own PID / IPC / UTS namespaces. Benchmark files, run folders,
+  there appear with nothing else in them), a minimal /dev, its own /proc, the server script under
+  /run (root only), and a private /tmp with the job folders (each 0700, the parent not listable); no
+  network, its own PID / IPC / UTS namespaces. Benchmark files, run folders,
   /home, the rest of /root and /work are not there.
 - Files, without bubblewrap (`isolation = "process"`, or "auto" where bwrap fails): Landlock rules,
   where the kernel has Landlock, allow reading the same system folders, /etc files, Python

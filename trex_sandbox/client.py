@@ -298,6 +298,12 @@ class Sandbox:
             self._warn_once(
                 "root", "generated programs run as root: the Python installation is not readable by other users"
             )
+        if not drop:
+            self._warn_once(
+                "no-process-limit",
+                f"the process limit (max_processes = {self.settings.max_processes}) is not enforced: programs "
+                "share the harness's user (it holds when trex runs as root with a Python installation others can read)",
+            )
         return bwrap, drop, landlock
 
     def start(self) -> None:

@@ -35,10 +35,10 @@ def sandbox():
         os.environ.pop(SECRET_NAME, None)
 
 
-def run_and_grade(sandbox: Sandbox, program: str, truth: str = "7") -> dict:
+def run_and_grade(sandbox: Sandbox, program: str, truth: str = "7", timeout: float | None = None) -> dict:
     item = BenchmarkItem(id="h", question="q", truth=parse_answer(truth), answer=truth, benchmark="hostile", version="0")
     program = textwrap.dedent(program)
-    execution = sandbox.run(program)
+    execution = sandbox.run(program, timeout=timeout)
     return grade_sample(item, 0, [], Completion(text=program), program, None, execution, "strict")
 
 
@@ -322,7 +322,7 @@ def test_programs_import_what_the_server_did_not_pre_import(sandbox):
         from scipy.optimize import linprog
         result = linprog([-1, -2], A_ub=[[1, 1]], b_ub=[4.5], bounds=[(0, 10), (0, 3)])
         print("Objective:", -result.fun)
-    """, truth="7.5")
+    """, truth="7.5", timeout=30)  # importing SciPy takes a CPU second: room for a loaded machine
     assert record["exit_code"] == 0, record["stderr"]
     assert record["solver_api"] == "scipy.linprog" and record["solver_status"] == "optimal"
     assert record["outcome"] == "correct" and record["objective"] is None and record["printed_objective"] == 7.5
