@@ -44,8 +44,10 @@ def _rms_norm_forward_kernel(
         weight = tl.load(weight_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
         y = x * inverse_rms * weight
     else:
-        # V4's weight-free norm multiplies in the input dtype by the inverse RMS cast to that dtype.
-        y = raw * inverse_rms.to(raw.dtype)
+        # V4's weight-free norm multiplies in the input dtype by the inverse RMS cast to that dtype. The
+        # product of two bf16 / fp16 values is exact in float32, so multiplying there and rounding on
+        # the store gives the same bits (and Triton's interpreter cannot do bf16 arithmetic).
+        y = x * inverse_rms.to(raw.dtype).to(tl.float32)
     tl.store(y_ptr + row * columns + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
