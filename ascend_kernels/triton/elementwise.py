@@ -23,7 +23,6 @@ from ascend_kernels.triton.common import block as _block
 from ascend_kernels.triton.common import program_count, serves
 from ascend_kernels.triton.common import warps as _warps
 
-
 # ----------------------------------------------------------------------------------------------------
 # RMSNorm
 
