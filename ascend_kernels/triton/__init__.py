@@ -21,6 +21,6 @@ implementation here, written in Triton or, where torch already has the fused ope
 Each implementation hands float64 inputs and tensor subclasses (DTensor) to the reference.
 """
 
-from ascend_kernels.triton import attention, elementwise, indexer, mhc
+from ascend_kernels.triton import attention, elementwise, indexer, loss, mhc, moe
 
 __all__ = ["attention", "elementwise", "indexer", "loss", "mhc", "moe"]
