@@ -23,12 +23,16 @@ TOLERANCE = {torch.float64: 1e-10, torch.float32: 2e-5, torch.bfloat16: 4e-2, to
 
 
 def backend_params(backends: Sequence[str] = ("reference", "cpu", "triton", "npu")) -> list:
-    """pytest params for each backend; those whose device is absent are skipped with the reason."""
+    """pytest params for each backend; those whose device is absent are skipped with the reason. The
+    Triton ones carry the `triton` mark (`pytest -m triton` runs every Triton kernel test)."""
     return [
         pytest.param(
             backend,
             id=backend,
-            marks=pytest.mark.skipif(not registry.backend_usable(backend), reason=SKIP_REASON.get(backend, "")),
+            marks=[
+                pytest.mark.skipif(not registry.backend_usable(backend), reason=SKIP_REASON.get(backend, "")),
+                *([pytest.mark.triton] if backend == "triton" else []),
+            ],
         )
         for backend in backends
     ]
