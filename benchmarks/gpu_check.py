@@ -5,7 +5,8 @@
   attention also torch's SDPA given the same visibility as a dense [S, S + T] mask (no sink),
 - a training step of the `small` flavor and of a 2-layer model at V4-Flash width (fewer experts, so
   the fp32 master weights and AdamW states fit one GPU), with MFU against the device's bf16 peak.
-The table is printed and written as Markdown to --output (default benchmarks/gpu_check.md).
+The table is printed and written as Markdown to --output (default benchmarks/gpu_check.md, which
+`make bench` copies into BENCHMARKS.md's GPU section).
 
     python benchmarks/gpu_check.py                 # on the GPU machine
     python benchmarks/gpu_check.py --dry-run       # here: tiny shapes on CPU tensors, Triton interpreted
@@ -22,6 +23,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,7 @@ import torch  # noqa: E402
 from ascend_kernels import reference, registry  # noqa: E402
 
 BUDGET_SECONDS = 8 * 60
+GPU_TABLE = ROOT / "benchmarks" / "gpu_check.md"
 TOLERANCE = {torch.float32: 2e-5, torch.bfloat16: 4e-2}
 
 
@@ -389,7 +392,9 @@ def markdown(rows: list[Row], title: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="tiny shapes on CPU tensors, Triton interpreted")
-    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks" / "gpu_check.md")
+    parser.add_argument("--output", type=Path, default=None,
+                        help=f"default {GPU_TABLE.relative_to(ROOT)} (which `make bench` copies into BENCHMARKS.md); "
+                             "a dry run writes to the temporary folder instead")
     parser.add_argument("--skip-tests", action="store_true", help="do not run pytest -m triton (the dry run skips it)")
     parser.add_argument("--repeats", type=int, default=None, help="timed repeats per kernel (default 10, dry run 1)")
     parser.add_argument("--train-steps", type=int, default=None, help="timed training steps (default 3, dry run 1)")
@@ -404,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     device = "cpu" if arguments.dry_run else "cuda"
+    output = arguments.output or (Path(tempfile.gettempdir()) / "gpu_check_dry_run.md" if arguments.dry_run else GPU_TABLE)
     torch.manual_seed(0)
     rows = []
     if not (arguments.skip_tests or arguments.dry_run):
@@ -415,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     title = f"gpu_check on {name}, torch {torch.__version__}, {time.monotonic() - started:.0f} s"
     table = markdown(rows, title)
     print(table)
-    arguments.output.write_text(table + "\n")
+    output.write_text(table + "\n")
+    print(f"written to {output}")
     failed = any(row.values.get("failed", "0") != "0" or "error" in row.values for row in rows)
     failed |= any(float(row.values["max rel. error"]) > 4e-2 for row in rows if "max rel. error" in row.values)
     return 1 if failed else 0
