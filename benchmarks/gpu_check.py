@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     rows = []
     if not (arguments.skip_tests or arguments.dry_run):
-        rows += test_rows(timeout=180)
+        rows += test_rows(timeout=200)
     repeats = arguments.repeats or (1 if arguments.dry_run else 10)
     rows += kernel_rows(device, arguments.dry_run, repeats, deadline - 120)
     rows += train_rows(arguments.dry_run, arguments.train_steps or (1 if arguments.dry_run else 3), deadline)

@@ -174,24 +174,25 @@ def test_ascend_kernels_imports_nothing_of_trex():
 @pytest.mark.slow
 def test_tiny_model_step_is_the_same_on_the_triton_operators(monkeypatch):
     """A 3-block `tiny` DeepSeek-V4 (sliding, CSA and HCA blocks, indexer, mHC, MoE, MTP) with every operator
-    on the Triton backend (CPU tensors served as CUDA ones would be, interpreted) gives the reference
+    on the Triton backend (on the GPU, or interpreted on CPU tensors) gives the reference
     kernels' training loss within 1e-5 and every parameter gradient within 1e-3 of the largest (float32;
     four blocks of different summation orders)."""
     import ascend_kernels
     from trex_cli.models.deepseek_v4.config import get_flavor
     from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 
-    monkeypatch.setitem(registry.BACKEND_DEVICES, "triton", {"cuda", "cpu"})
+    if DEVICE == "cpu":  # interpreted: CPU tensors take the Triton backend as CUDA tensors would
+        monkeypatch.setitem(registry.BACKEND_DEVICES, "triton", {"cuda", "cpu"})
     torch.manual_seed(0)
     # Three blocks (sliding, CSA, HCA) and the MTP block: the interpreter runs each program in Python.
     config = get_flavor("tiny").replace(num_hidden_layers=3, compress_ratios=[0, 4, 16, 0], num_hash_layers=1)
-    model = DeepseekV4ForCausalLM(config).float().train()
+    model = DeepseekV4ForCausalLM(config).float().train().to(DEVICE)
     generator = torch.Generator().manual_seed(3)
-    input_ids = torch.randint(0, 512, (1, 40), generator=generator)
-    positions = torch.cat([torch.arange(24), torch.arange(16)]).unsqueeze(0)
+    input_ids = torch.randint(0, 512, (1, 40), generator=generator).to(DEVICE)
+    positions = torch.cat([torch.arange(24), torch.arange(16)]).unsqueeze(0).to(DEVICE)
 
     def step(backend):
-        plan = ascend_kernels.configure(backend, device="cpu")
+        plan = ascend_kernels.configure(backend, device=DEVICE)
         assert set(plan.values()) == {backend}
         model.zero_grad()
         loss = model(input_ids, positions).loss
