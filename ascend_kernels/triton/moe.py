@@ -1,7 +1,7 @@
 """Routed experts on CUDA: torch's grouped GEMM and Triton row gathers for the token permute/unpermute.
 
-- grouped_matmul: torch._grouped_mm, one call for all experts (CUTLASS grouped GEMM on sm90+,
-  torch's own fallback elsewhere), with int32 cumulative offsets. Its backward rejects a gradient
+- grouped_matmul: torch._grouped_mm, one call for all experts, with int32 cumulative offsets, where it
+  runs for the device and dtype (tried once; the reference's loop elsewhere). Its backward rejects a gradient
   with zero strides (what `y.sum()` hands back), so the output passes through an identity whose
   backward makes the gradient contiguous.
 - moe_permute / moe_unpermute: the order comes from torch (stable argsort, bincount); every row
@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+
 import torch
 import triton
 import triton.language as tl
@@ -19,6 +22,8 @@ import triton.language as tl
 from ascend_kernels import buffers, reference
 from ascend_kernels.registry import register
 from ascend_kernels.triton.common import serves
+
+logger = logging.getLogger("ascend_kernels")
 
 _BLOCK_W = 256
 
@@ -35,9 +40,25 @@ class _ContiguousGradient(torch.autograd.Function):
         return grad.contiguous()
 
 
+@functools.cache
+def _grouped_mm_runs(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether torch._grouped_mm runs here for this dtype (its CUDA kernels need recent GPUs and
+    dtypes), found by trying a small product once; where it does not, the reference's loop serves."""
+    try:
+        x = torch.ones(32, 16, device=device, dtype=dtype)
+        weight = torch.ones(2, 16, 16, device=device, dtype=dtype)
+        torch._grouped_mm(x, weight.transpose(-2, -1), offs=torch.tensor([16, 32], device=device, dtype=torch.int32))
+        return True
+    except RuntimeError as error:
+        logger.warning("ascend_kernels: torch._grouped_mm does not run on %s for %s (%s); grouped_matmul uses the "
+                       "reference loop", device, dtype, str(error).splitlines()[0] if str(error) else type(error).__name__)
+        return False
+
+
 @register("grouped_matmul", "triton")
 def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, tokens_per_expert: torch.Tensor) -> torch.Tensor:
-    if not serves(x, weight) or x.shape[0] == 0 or x.dtype != weight.dtype:
+    if (not serves(x, weight) or x.shape[0] == 0 or x.dtype != weight.dtype
+            or not _grouped_mm_runs(x.device, x.dtype)):
         return reference.grouped_matmul(x, weight, tokens_per_expert)
     offsets = torch.cumsum(tokens_per_expert, dim=0).to(torch.int32)
     return _ContiguousGradient.apply(torch._grouped_mm(x, weight.transpose(-2, -1), offs=offsets))
