@@ -393,12 +393,8 @@ def hc_pre(streams, fn, base, scale, iters: int = 20, eps: float = 1e-6, norm_ep
         return reference.hc_pre(streams, fn, base, scale, iters, eps, norm_eps)
     n = streams.shape[-2]
     mixes = _StreamMixes.apply(streams.reshape(-1, n * streams.shape[-1]), fn, float(norm_eps))
-    pre, post, comb = mixes.view(*streams.shape[:-2], -1).split([n, n, n * n], dim=-1)
     # the [N, (2 + n) * n] weights cost little eagerly; the Sinkhorn rounds are compiled on their own
-    base, scale = base.float(), scale.float()
-    pre = torch.sigmoid(pre * scale[0] + base[:n]) + eps
-    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
-    comb = sinkhorn(comb.unflatten(-1, (n, n)) * scale[2] + base[2 * n :].view(n, n), iters, eps)
+    pre, post, comb = reference.hc_site_weights(mixes.view(*streams.shape[:-2], -1), n, base, scale, iters, eps, sinkhorn)
     n, width = streams.shape[-2:]
     collapsed = _compiled_hc_collapse(pre.reshape(-1, n), streams.reshape(-1, n, width))
     return collapsed.view(*streams.shape[:-2], width), post, comb

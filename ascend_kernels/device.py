@@ -9,6 +9,7 @@ a package that is merely installed is not a working device.
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 
@@ -26,10 +27,18 @@ def npu_available() -> bool:
         return False
 
 
+def triton_interpreted() -> bool:
+    """True when TRITON_INTERPRET=1: Triton runs its kernels on CPU tensors, in its Python interpreter
+    (how the Triton kernels are tested on machines without a GPU). It must be set before triton is
+    imported."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
 @functools.cache
 def triton_available() -> bool:
-    """True when triton imports and a CUDA device is there to run its kernels."""
-    if not torch.cuda.is_available():
+    """True when triton imports and can run its kernels: on a CUDA device, or on the CPU under
+    TRITON_INTERPRET=1."""
+    if not (torch.cuda.is_available() or triton_interpreted()):
         return False
     try:
         import triton  # noqa: F401

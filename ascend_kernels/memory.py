@@ -25,12 +25,14 @@ from torch.utils._pytree import tree_flatten
 
 
 class PeakMemory(TorchDispatchMode):
-    """`with PeakMemory() as memory: ...` then `memory.peak_bytes` (and `memory.current_bytes`)."""
+    """`with PeakMemory() as memory: ...` then `memory.peak_bytes` (and `memory.current_bytes`, and
+    `memory.largest_elements`: the element count of the largest tensor created in the block)."""
 
     def __init__(self):
         super().__init__()
         self.current_bytes = 0
         self.peak_bytes = 0
+        self.largest_elements = 0
         self._live: set[int] = set()
 
     def _release(self, key: int, size: int) -> None:
@@ -53,6 +55,7 @@ class PeakMemory(TorchDispatchMode):
             if key == 0 or key in self._live or key in input_storages:
                 continue
             size = storage.nbytes()
+            self.largest_elements = max(self.largest_elements, tensor.numel())
             self._live.add(key)
             self.current_bytes += size
             self.peak_bytes = max(self.peak_bytes, self.current_bytes)

@@ -10,9 +10,14 @@ Bindings:
 - apply_rope -> torch_npu.npu_rotary_mul in interleaved mode on the rotary slice;
 - swiglu -> torch_npu.npu_swiglu on [clamped gate | clamped up] (the clamp stays a torch op);
 - grouped_matmul -> torch_npu.npu_grouped_matmul with a cumulative group list;
-- moe_permute / moe_unpermute -> torch_npu.npu_moe_token_permute / npu_moe_token_unpermute.
+- moe_permute / moe_unpermute -> torch_npu.npu_moe_token_permute / npu_moe_token_unpermute. Their
+  index is the inverse of the contract's `sorted_order`: CANN documents it as
+  argsort(argsort(flatten(indices))), the permuted row of each (token, slot) assignment, where
+  `sorted_order` is the assignment of each permuted row. Both bindings convert between the two
+  (before, passing it through unconverted failed the self-check wherever tokens change order).
 Not bound: npu_fusion_attention, which has no attention sink and no per-query selected compressed
-entries, so it cannot compute V4's sparse attention.
+entries, so it cannot compute V4's sparse attention. Every other operator (Sinkhorn, mHC, sparse
+attention, the indexer, linear + cross-entropy) runs the reference on the NPU.
 """
 
 from __future__ import annotations
@@ -73,17 +78,24 @@ def grouped_matmul(x: torch.Tensor, weight: torch.Tensor, tokens_per_expert: tor
     )[0]
 
 
+def _inverse_permutation(permutation: torch.Tensor) -> torch.Tensor:
+    inverse = torch.empty_like(permutation, dtype=torch.int64)
+    inverse[permutation.long()] = torch.arange(permutation.numel(), device=permutation.device)
+    return inverse
+
+
 def moe_permute(
     tokens: torch.Tensor, topk_ids: torch.Tensor, num_experts: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    permuted, sorted_order = torch_npu.npu_moe_token_permute(tokens, topk_ids.to(torch.int32))
+    permuted, row_of_assignment = torch_npu.npu_moe_token_permute(tokens, topk_ids.to(torch.int32))
     tokens_per_expert = torch.bincount(topk_ids.reshape(-1), minlength=num_experts)
-    return permuted, tokens_per_expert, sorted_order.long()
+    return permuted, tokens_per_expert, _inverse_permutation(row_of_assignment)
 
 
 def moe_unpermute(expert_output: torch.Tensor, sorted_order: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+    row_of_assignment = _inverse_permutation(sorted_order).to(torch.int32)
     return torch_npu.npu_moe_token_unpermute(
-        expert_output, sorted_order.to(torch.int32), probs=topk_weights.to(expert_output.dtype)
+        expert_output, row_of_assignment, probs=topk_weights.to(expert_output.dtype)
     )
 
 

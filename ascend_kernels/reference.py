@@ -106,17 +106,25 @@ def hc_pre(
     Returns (collapsed, post, comb): collapsed [..., D] = sum_j pre_j * stream_j in streams' dtype,
     post [..., n] and comb [..., n, n] in float32.
     """
-    n = streams.shape[-2]
     wide_streams = _wide(streams)
     flat = rms_norm(wide_streams.flatten(-2), None, norm_eps)
     mixes = F.linear(flat, fn.to(flat.dtype))
-    pre, post, comb = mixes.split([n, n, n * n], dim=-1)
-    base, scale = base.to(flat.dtype), scale.to(flat.dtype)
-    pre = torch.sigmoid(pre * scale[0] + base[:n]) + eps
-    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
-    comb = sinkhorn(comb.unflatten(-1, (n, n)) * scale[2] + base[2 * n :].view(n, n), iters, eps)
+    pre, post, comb = hc_site_weights(mixes, streams.shape[-2], base, scale, iters, eps, sinkhorn)
     collapsed = (pre.unsqueeze(-1) * wide_streams).sum(dim=-2).to(streams.dtype)
     return collapsed, post, comb
+
+
+def hc_site_weights(
+    mixes: torch.Tensor, n: int, base: torch.Tensor, scale: torch.Tensor, iters: int, eps: float, sinkhorn_function
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(pre, post, comb) of one mHC site of n streams from its [..., (2 + n) * n] projected mixes: the
+    part of hc_pre after the projection (implementations pass their own Sinkhorn)."""
+    pre, post, comb = mixes.split([n, n, n * n], dim=-1)
+    base, scale = base.to(mixes.dtype), scale.to(mixes.dtype)
+    pre = torch.sigmoid(pre * scale[0] + base[:n]) + eps
+    post = 2 * torch.sigmoid(post * scale[1] + base[n : 2 * n])
+    comb = sinkhorn_function(comb.unflatten(-1, (n, n)) * scale[2] + base[2 * n :].view(n, n), iters, eps)
+    return pre, post, comb
 
 
 def hc_post(out: torch.Tensor, post: torch.Tensor, comb: torch.Tensor, streams: torch.Tensor) -> torch.Tensor:
@@ -282,13 +290,19 @@ def indexer_topk(
     scores float32 [B, S, T] with -inf on invisible entries (differentiable, for the indexer KL loss);
     indices int64 [B, S, min(topk, T)] in descending score order, -1 where fewer entries are visible.
     """
-    batch, seq_len = query.shape[:2]
+    return select_visible_topk(indexer_scores(query, keys, weights, scale), topk, compress_ratio, position_ids)
+
+
+def select_visible_topk(
+    scores: torch.Tensor, topk: int, compress_ratio: int, position_ids: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The part of indexer_topk after scoring: -inf on entries not complete at each query, then the
+    top-k indices (-1 where fewer are visible). scores: float32 [B, S, T]."""
+    batch, seq_len, num_entries = scores.shape
     if position_ids is None:
-        position_ids = torch.arange(seq_len, device=query.device).expand(batch, seq_len)
-    scores = indexer_scores(query, keys, weights, scale)
-    num_entries = keys.shape[1]
+        position_ids = torch.arange(seq_len, device=scores.device).expand(batch, seq_len)
     threshold = ((position_ids + 1) // compress_ratio).unsqueeze(-1)
-    future = torch.arange(num_entries, device=query.device).view(1, 1, -1) >= threshold
+    future = torch.arange(num_entries, device=scores.device).view(1, 1, -1) >= threshold
     scores = scores.masked_fill(future, float("-inf"))
     k = min(topk, num_entries)
     indices = scores.detach().topk(k, dim=-1).indices

@@ -3,7 +3,9 @@
 Every operator has a `reference` implementation. Faster ones register under a backend name:
 
 - `npu`: torch_npu fused operators (serves tensors on an Ascend NPU; loaded only when torch_npu works),
-- `triton`: Triton kernels (serves CUDA tensors; loaded only when triton imports and CUDA is present),
+- `triton`: Triton kernels and torch-native fused operators (serves CUDA tensors; loaded only when
+  triton imports and CUDA is present, or under TRITON_INTERPRET=1, where tests call its functions on
+  CPU tensors directly: automatic resolution still gives CPU tensors the `cpu` backend),
 - `cpu`: fused autograd functions for CPU tensors,
 - `reference`: plain PyTorch, any device.
 
@@ -33,7 +35,7 @@ AUTOMATIC_ORDER = {"npu": ("npu", "reference"), "cuda": ("triton", "reference"),
 BACKEND_MODULES = {
     "reference": "ascend_kernels.reference",
     "cpu": "ascend_kernels.cpu",
-    "triton": "ascend_kernels.triton_kernels",
+    "triton": "ascend_kernels.triton",
     "npu": "ascend_kernels.npu",
 }
 
@@ -139,7 +141,7 @@ def _unusable_reason(backend: str) -> str:
     if backend == "npu":
         return "torch_npu does not import or sees no NPU"
     if backend == "triton":
-        return "triton does not import or there is no CUDA device"
+        return "triton does not import, or there is no CUDA device and TRITON_INTERPRET is not 1"
     return "unknown backend"
 
 

@@ -42,6 +42,22 @@ def machine_description() -> str:
             f"torch {torch.__version__}, {platform.system()} {platform.release()}")
 
 
+def gpu_section() -> list[str]:
+    """BENCHMARKS.md's GPU section: the table of the last `benchmarks/gpu_check.py` run on a GPU, kept
+    in benchmarks/gpu_check.md, or the statement that no GPU figure exists yet."""
+    table = ROOT / "benchmarks" / "gpu_check.md"
+    lines = ["", "## GPU figures", ""]
+    if table.exists():
+        return lines + ["From `python benchmarks/gpu_check.py` (benchmarks/gpu_check.md):", "",
+                        table.read_text().strip()]
+    return lines + [
+        "None exist yet: no GPU has been available to this project. `benchmarks/gpu_check.py` is the prepared",
+        "script (Triton kernel tests, every Triton kernel against the reference and SDPA, `small` and",
+        "flash-width 2-layer training steps with MFU, under 8 minutes); it has only been dry-run on the CPU,",
+        "where Triton's interpreter runs the kernels and timings mean nothing.",
+    ]
+
+
 def format_value(value) -> str:
     if value is None or value == "":
         return ""
@@ -93,6 +109,7 @@ def main() -> int:
     if failures:
         lines += ["", "## Not measured in this run", ""]
         lines += [f"- {area}: {reason.strip().splitlines()[-1]}" for area, reason in failures]
+    lines += gpu_section()
     lines += ["", f"Total wall time: {time.time() - started:.0f} s.", ""]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))

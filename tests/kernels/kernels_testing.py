@@ -11,9 +11,11 @@ from torch.utils._pytree import tree_flatten
 
 from ascend_kernels import buffers, reference, registry
 
-BACKEND_DEVICE = {"reference": "cpu", "cpu": "cpu", "triton": "cuda", "npu": "npu"}
+# Without a GPU the Triton kernels run on CPU tensors in Triton's interpreter (conftest.py sets
+# TRITON_INTERPRET=1); with one, on CUDA tensors.
+BACKEND_DEVICE = {"reference": "cpu", "cpu": "cpu", "triton": "cuda" if torch.cuda.is_available() else "cpu", "npu": "npu"}
 SKIP_REASON = {
-    "triton": "triton backend needs a CUDA GPU with the triton package; this machine has no CUDA device",
+    "triton": "triton backend needs the triton package (pip install -e '.[dev]') and CUDA or TRITON_INTERPRET=1",
     "npu": "npu backend needs an Ascend NPU with torch_npu and CANN; this machine has no NPU",
 }
 # Largest error allowed, relative to the largest magnitude of the float64 reference result.
@@ -21,12 +23,16 @@ TOLERANCE = {torch.float64: 1e-10, torch.float32: 2e-5, torch.bfloat16: 4e-2, to
 
 
 def backend_params(backends: Sequence[str] = ("reference", "cpu", "triton", "npu")) -> list:
-    """pytest params for each backend; those whose device is absent are skipped with the reason."""
+    """pytest params for each backend; those whose device is absent are skipped with the reason. The
+    Triton ones carry the `triton` mark (`pytest -m triton` runs every Triton kernel test)."""
     return [
         pytest.param(
             backend,
             id=backend,
-            marks=pytest.mark.skipif(not registry.backend_usable(backend), reason=SKIP_REASON.get(backend, "")),
+            marks=[
+                pytest.mark.skipif(not registry.backend_usable(backend), reason=SKIP_REASON.get(backend, "")),
+                *([pytest.mark.triton] if backend == "triton" else []),
+            ],
         )
         for backend in backends
     ]

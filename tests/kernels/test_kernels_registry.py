@@ -75,10 +75,10 @@ def test_without_configure_each_choice_is_logged_at_first_use(caplog):
 
 
 def test_forced_backend_that_cannot_run_here_is_a_clear_error():
-    if registry.backend_usable("triton"):
-        pytest.skip("triton is usable on this machine")
-    with pytest.raises(ValueError, match="triton.*cannot run here.*TREX_KERNELS=auto"):
-        ascend_kernels.configure("triton")
+    if registry.backend_usable("npu"):
+        pytest.skip("the npu backend is usable on this machine")
+    with pytest.raises(ValueError, match="npu.*cannot run here.*TREX_KERNELS=auto"):
+        ascend_kernels.configure("npu")
 
 
 def test_unknown_backend_names_the_variable_and_choices(monkeypatch):

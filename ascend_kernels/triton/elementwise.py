@@ -1,14 +1,14 @@
-"""The `triton` backend: Triton kernels for the memory-bound elementwise operators (CUDA today; the
-same language serves Triton-Ascend).
+"""Triton kernels for the memory-bound elementwise operators: RMSNorm, clamped SwiGLU, RoPE (the same
+language serves Triton-Ascend).
 
-The registry imports this module only when `triton` imports and a CUDA device is present. Each kernel
-reads its inputs once and writes its outputs once, computing in float32 whatever the storage dtype:
+Each kernel reads its inputs once and writes its outputs once, computing in float32 whatever the
+storage dtype:
 - RMSNorm: one program per row for the forward (saves the row's inverse RMS); the backward walks a
   block of rows per program and leaves per-program partial weight gradients that torch sums;
 - clamped SwiGLU: flat elementwise forward and backward (the backward recomputes silu);
 - RoPE: one program per (token, head) row; each channel reads its pair partner at `column ^ 1`. The
   backward is the same kernel with the sine negated (the rotation is orthogonal).
-Tests and benchmarks/triton_check.py hold them to the reference.
+tests/kernels and benchmarks/gpu_check.py hold them to the reference.
 """
 
 from __future__ import annotations
@@ -19,16 +19,9 @@ import triton.language as tl
 
 from ascend_kernels import buffers, reference
 from ascend_kernels.registry import register
-
-
-def _block(columns: int) -> int:
-    return triton.next_power_of_2(columns)
-
-
-def _warps(block: int) -> int:
-    # One row per program: wide rows get more warps so each thread holds a few dozen values at most.
-    return min(16, max(1, block // 256))
-
+from ascend_kernels.triton.common import block as _block
+from ascend_kernels.triton.common import program_count, serves
+from ascend_kernels.triton.common import warps as _warps
 
 # ----------------------------------------------------------------------------------------------------
 # RMSNorm
@@ -50,8 +43,10 @@ def _rms_norm_forward_kernel(
         weight = tl.load(weight_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
         y = x * inverse_rms * weight
     else:
-        # V4's weight-free norm multiplies in the input dtype by the inverse RMS cast to that dtype.
-        y = raw * inverse_rms.to(raw.dtype)
+        # V4's weight-free norm multiplies in the input dtype by the inverse RMS cast to that dtype. The
+        # product of two bf16 / fp16 values is exact in float32, so multiplying there and rounding on
+        # the store gives the same bits (and Triton's interpreter cannot do bf16 arithmetic).
+        y = x * inverse_rms.to(raw.dtype).to(tl.float32)
     tl.store(y_ptr + row * columns + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -111,7 +106,7 @@ class _TritonRMSNorm(torch.autograd.Function):
         rows, columns = flat.shape
         grad_flat = grad_y.reshape(-1, columns).contiguous()
         grad_x = buffers.empty(flat.shape, dtype=flat.dtype, device=flat.device)
-        programs = max(1, min(rows, 4 * torch.cuda.get_device_properties(flat.device).multi_processor_count))
+        programs = max(1, min(rows, program_count(flat.device)))
         rows_per_program = triton.cdiv(rows, programs)
         # Per-program partial weight gradients (summed by torch below); without a weight the kernel never
         # touches this pointer, so any float32 buffer stands in.
@@ -129,7 +124,7 @@ class _TritonRMSNorm(torch.autograd.Function):
 
 @register("rms_norm", "triton")
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
-    if x.dtype == torch.float64 or x.shape[-1] > 65536 or x.numel() == 0:
+    if not serves(x, weight) or x.shape[-1] > 65536 or x.numel() == 0:
         return reference.rms_norm(x, weight, eps)
     return _TritonRMSNorm.apply(x, weight, eps)
 
@@ -212,7 +207,7 @@ class _TritonSwiglu(torch.autograd.Function):
 
 @register("swiglu", "triton")
 def swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float | None = None) -> torch.Tensor:
-    if gate.dtype == torch.float64 or gate.shape != up.shape or gate.numel() == 0:
+    if not serves(gate, up) or gate.shape != up.shape or gate.numel() == 0:
         return reference.swiglu(gate, up, limit)
     return _TritonSwiglu.apply(gate, up, limit)
 
@@ -271,7 +266,7 @@ class _TritonRope(torch.autograd.Function):
 
 @register("apply_rope", "triton")
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
-    if x.dtype == torch.float64 or x.numel() == 0:
+    if not serves(x, cos, sin) or x.numel() == 0:
         return reference.apply_rope(x, cos, sin, inverse)
     x4 = (x if x.dim() == 4 else x.unsqueeze(2)).contiguous()
     if cos.dim() == 2:
