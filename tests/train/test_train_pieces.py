@@ -10,8 +10,8 @@ import torch
 
 from trex_cli.train.config import ParallelSection, StageSchedule, TrainSection
 from trex_cli.train.data import TrainData, check_batch_sizes
-from trex_cli.train.distributed import Layout
 from trex_cli.train.optim import warmup_cosine
+from trex_cli.train.parallel_dims import ParallelDims
 
 
 @pytest.fixture(autouse=True)
@@ -68,16 +68,17 @@ def test_interleaved_stages_split_the_slots_round_robin():
 
 
 def test_layout_errors_name_the_fix():
-    assert Layout.resolve(ParallelSection(ep=2), 4).dp_shard == 4
-    with pytest.raises(ValueError, match="ep = 3 must divide"):
-        Layout.resolve(ParallelSection(ep=3), 4)
+    resolve = ParallelDims.from_section
+    assert resolve(ParallelSection(ep=2), 4).dp_shard == 4
+    with pytest.raises(ValueError, match="ep x etp = 3 x 1 = 3 must divide the ranks of a pipeline stage"):
+        resolve(ParallelSection(ep=3), 4)
     with pytest.raises(ValueError, match="does not divide"):
-        Layout.resolve(ParallelSection(tp=3), 4)
+        resolve(ParallelSection(tp=3), 4)
     with pytest.raises(ValueError, match="interleaved 1F1B needs pp_virtual_stages >= 2"):
-        Layout.resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B"), 2)
+        resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B"), 2)
     with pytest.raises(ValueError, match="the other schedules take 1"):
-        Layout.resolve(ParallelSection(pp=2, pp_virtual_stages=2), 2)
-    assert Layout.resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B", pp_virtual_stages=2), 2).pp == 2
+        resolve(ParallelSection(pp=2, pp_virtual_stages=2), 2)
+    assert resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B", pp_virtual_stages=2), 2).pp == 2
     with pytest.raises(ValueError, match="multiple of micro_batch_size"):
         check_batch_sizes(6, 4, 1, "[train.cpt]")
     assert check_batch_sizes(8, 2, 2, "[train.cpt]") == 2

@@ -236,7 +236,7 @@ def build_pipeline(
     )
 
     parallel = train.parallel
-    pp, virtual = distributed.layout.pp, parallel.pp_virtual_stages
+    pp, virtual = distributed.dims.pp, parallel.pp_virtual_stages
     config = model.config
     num_stages = pp * virtual
     layers = dict(enumerate(stage_layers(config.num_hidden_layers, num_stages, parallel.noop_layer_slots)))
