@@ -1,0 +1,64 @@
+"""Sharded load: one rank of a 4-rank layout (TP 2 x FSDP 2, experts EP 4 over all four ranks), built on
+the meta device in this process over a fake process group, fills its shards from checkpoint folders in
+every layout the adapter reads (official BF16, official FP8/FP4, transformers') by reading only its
+slices; each shard must equal that block of the whole checkpoint as `load_state_dict` reads it, and no
+single read may be as big as a whole expert stack."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from trex_cli.models.deepseek_v4 import state_dict_adapter
+from trex_cli.models.deepseek_v4.config import get_flavor
+from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
+from trex_cli.train.config import ParallelSection
+from trex_cli.train.distributed import Distributed
+from trex_cli.train.meta_init import build_rank_model
+from trex_cli.train.parallel_dims import ParallelDims
+from trex_cli.train.parallelize import apply_fsdp
+from trex_cli.train.sharded_load import load_owned_shards, owned_block
+
+fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
+
+EXPORTS = {
+    "official_bf16": lambda model, out: state_dict_adapter.export_hf(model, out, max_shard_bytes=1 << 20),
+    "official_fp8_fp4": state_dict_adapter.export_official_quantized,
+    "transformers": state_dict_adapter.export_transformers_layout,
+}
+
+
+@pytest.mark.parametrize("kind", list(EXPORTS))
+def test_a_rank_reads_only_its_blocks(kind, tmp_path):
+    torch.manual_seed(0)
+    config = get_flavor("tiny")
+    folder = EXPORTS[kind](DeepseekV4ForCausalLM(config), tmp_path / kind)
+    whole = state_dict_adapter.load_state_dict(folder, config, torch.float32)
+    parallel = ParallelSection(tp=2, ep=4)
+    dims = ParallelDims.from_section(parallel, 4)
+    dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=3, world_size=4)
+    try:
+        dense, expert = dims.build_meshes("cpu")
+        distributed = Distributed(3, 4, 0, torch.device("cpu"), "fake", dims, dense, expert)
+        model = build_rank_model(config, distributed, parallel)
+        apply_fsdp(model, distributed, torch.float32, offload_optimizer=False, expert_parallel=True)
+        reader = load_owned_shards(model, folder, torch.device("cpu"))
+        checked = 0
+        for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+            if name.startswith("inv_freq"):
+                continue
+            local = tensor.to_local() if hasattr(tensor, "to_local") else tensor
+            expected = whole[name][owned_block(tensor)]
+            assert torch.equal(local, expected.to(local.dtype)), name
+            checked += 1
+        assert checked == len(whole)
+        w1 = model.layers[0].ffn.experts.w1
+        assert w1.to_local().shape[0] == config.n_routed_experts // 4  # EP 4 x (FSDP over edp = 1)
+        # an expert stack's read: this rank's quarter of the experts (plus FP4's scales), never the stack
+        stored_bytes = {"official_fp8_fp4": 0.5 + 1 / 32}.get(kind, 2)
+        for name in whole:
+            if ".ffn.experts." in name:
+                assert reader.bytes_read[name] == pytest.approx(whole[name].numel() * stored_bytes / 4), name
+    finally:
+        dist.destroy_process_group()
