@@ -62,3 +62,36 @@ def test_a_rank_reads_only_its_blocks(kind, tmp_path):
                 assert reader.bytes_read[name] == pytest.approx(whole[name].numel() * stored_bytes / 4), name
     finally:
         dist.destroy_process_group()
+
+
+def _load_on(nproc: int, ep: int, folder, out) -> list[dict]:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import trex_environment
+
+    out.mkdir()
+    worker = Path(__file__).with_name("sharded_load_worker.py")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+               str(worker), str(folder), str(out), str(ep)]
+    result = subprocess.run(command, env=trex_environment(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(nproc)]
+
+
+@pytest.mark.slow
+def test_four_ranks_each_grow_by_under_40_percent_of_a_whole_load(tmp_path):
+    """The `small` flavor from an official BF16 checkpoint: one process loading the whole model vs each
+    of 4 gloo ranks (FSDP 4, experts EP 4) loading its slices; RSS growth is peak minus before the load."""
+    torch.manual_seed(0)
+    folder = state_dict_adapter.export_hf(DeepseekV4ForCausalLM(get_flavor("small")), tmp_path / "small")
+    whole = _load_on(1, 1, folder, tmp_path / "one")[0]
+    ranks = _load_on(4, 4, folder, tmp_path / "four")
+    print(f"RSS growth of the load: one process {whole['growth_kib']} KiB, 4 ranks "
+          f"{[r['growth_kib'] for r in ranks]} KiB")
+    for rank, result in enumerate(ranks):
+        assert result["growth_kib"] < 0.4 * whole["growth_kib"], (rank, result, whole)
+        assert result["expert_rows"] == result["experts"] // 4  # never a whole expert stack
+    assert whole["expert_rows"] == whole["experts"]
