@@ -2,7 +2,8 @@
 the meta device in this process over a fake process group, fills its shards from checkpoint folders in
 every layout the adapter reads (official BF16, official FP8/FP4, transformers') by reading only its
 slices; each shard must equal that block of the whole checkpoint as `load_state_dict` reads it, and no
-single read may be as big as a whole expert stack."""
+expert stack may be read whole; 4 real gloo ranks loading `small` each grow by under 40% of a one-process
+load; and the HF export reads a DCP checkpoint one output file at a time."""
 
 from __future__ import annotations
 
@@ -95,3 +96,35 @@ def test_four_ranks_each_grow_by_under_40_percent_of_a_whole_load(tmp_path):
         assert result["growth_kib"] < 0.4 * whole["growth_kib"], (rank, result, whole)
         assert result["expert_rows"] == result["experts"] // 4  # never a whole expert stack
     assert whole["expert_rows"] == whole["experts"]
+
+
+def test_the_export_reads_the_training_checkpoint_one_file_at_a_time(tmp_path, monkeypatch):
+    """A DCP checkpoint exported file by file: every tensor equals the model's bf16 one, and no read asks
+    for more than one output file's tensors."""
+    import torch.distributed.checkpoint as dcp
+
+    from trex_cli.train import trainer
+
+    torch.manual_seed(0)
+    config = get_flavor("tiny")
+    model = DeepseekV4ForCausalLM(config)
+    dcp.save({"model": model.state_dict()}, checkpoint_id=str(tmp_path / "dcp"), no_dist=True)
+    requested: list[int] = []
+    by_shard = state_dict_adapter.export_hf_by_shard
+
+    def small_files(config, specs, read, out_dir, **options):
+        def counted(names):
+            requested.append(sum(specs[n].numel() for n in names))
+            return read(names)
+
+        return by_shard(config, specs, counted, out_dir, **{**options, "max_shard_bytes": 200_000})
+
+    monkeypatch.setattr(state_dict_adapter, "export_hf_by_shard", small_files)
+    folder = trainer.export_checkpoint(tmp_path / "dcp", config, tmp_path / "hf", None)
+    exported = state_dict_adapter.load_state_dict(folder, config, torch.bfloat16)
+    expected = model.state_dict()
+    assert sorted(exported) == sorted(expected)
+    for name, tensor in exported.items():
+        assert torch.equal(tensor, expected[name].to(tensor.dtype)), name
+    total = sum(t.numel() for t in expected.values())
+    assert len(requested) > 3 and max(requested) < total / 3

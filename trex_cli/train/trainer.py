@@ -276,31 +276,26 @@ class Engine:
 
 
 def export_checkpoint(checkpoint: Path, config, target: Path, tokenizer_dir: Path | None) -> Path:
-    """Read a DCP checkpoint into one plain model in this process and write it in the official HF
-    layout (bf16). DCP reshards from any training layout (FSDP, TP, EP slices, pipeline stages)."""
+    """Write a DCP checkpoint in the official HF layout (bf16), one output file at a time: each file's
+    tensors are read from the checkpoint alone (DCP reads only the requested keys and reshards from any
+    training layout: FSDP, TP, EP slices, pipeline stages), so no process ever holds the whole model."""
     import torch.distributed.checkpoint as dcp
 
     from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
-    from trex_cli.models.deepseek_v4.state_dict_adapter import export_hf
+    from trex_cli.models.deepseek_v4.state_dict_adapter import export_hf_by_shard
 
     with torch.device("meta"):
-        plain = DeepseekV4ForCausalLM(config)
-    plain.to_empty(device="cpu")
-    state = plain.state_dict()
-    with warnings.catch_warnings():  # DCP warns that no_dist means one process: that is the intent here
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
-        dcp.load({"model": state}, checkpoint_id=str(checkpoint), no_dist=True)
-    plain.load_state_dict(state, strict=True)
-    _recompute_rope_tables(plain, config)  # non-persistent buffers are in no state dict
-    return export_hf(plain, target, tokenizer_dir=tokenizer_dir if tokenizer_dir and tokenizer_dir.is_dir() else None)
+        specs = DeepseekV4ForCausalLM(config).state_dict()
 
+    def read(names: list[str]) -> dict[str, torch.Tensor]:
+        state = {name: torch.empty_like(specs[name], device="cpu") for name in names}
+        with warnings.catch_warnings():  # DCP warns that no_dist means one process: that is the intent here
+            warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+            dcp.load({"model": state}, checkpoint_id=str(checkpoint), no_dist=True)
+        return state
 
-def _recompute_rope_tables(model, config) -> None:
-    from trex_cli.models.deepseek_v4.config import yarn_inv_freq
-
-    rope_dim = config.qk_rope_head_dim
-    model.inv_freq_main = yarn_inv_freq(rope_dim, config.rope_theta, None)
-    model.inv_freq_compress = yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn)
+    tokenizer = tokenizer_dir if tokenizer_dir and tokenizer_dir.is_dir() else None
+    return export_hf_by_shard(config, specs, read, target, tokenizer_dir=tokenizer)
 
 
 def run_training(job: TrainJob, distributed: Distributed) -> dict:

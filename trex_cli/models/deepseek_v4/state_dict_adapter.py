@@ -13,7 +13,8 @@ tensor per projection instead of one tensor per expert). So:
 
 `export_hf` writes the official layout in BF16 (float32 for the tensors V4 keeps in float32) with
 config.json, generation_config.json and the tokenizer: what transformers' AutoModelForCausalLM and
-the official tooling both load.
+the official tooling both load. `export_hf_by_shard` writes the same folder one file at a time from a
+reader of named tensors (a sharded training checkpoint), never holding the whole model.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import re
 import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -293,26 +295,38 @@ def keep_float32(model: torch.nn.Module) -> torch.nn.Module:
 # ---- writing -------------------------------------------------------------------------------------------
 
 
-def _write_shards(tensors: dict[str, torch.Tensor], out_dir: Path, max_shard_bytes: int) -> None:
-    shards: list[dict[str, torch.Tensor]] = [{}]
+def _group_by_bytes(sizes: dict[str, int], max_shard_bytes: int) -> list[list[str]]:
+    """Names in sorted order, cut into runs of at most `max_shard_bytes` (one bigger tensor alone)."""
+    groups: list[list[str]] = [[]]
     size = 0
-    for name in sorted(tensors):
-        tensor = tensors[name].contiguous()
-        nbytes = tensor.numel() * tensor.element_size()
-        if shards[-1] and size + nbytes > max_shard_bytes:
-            shards.append({})
+    for name in sorted(sizes):
+        if groups[-1] and size + sizes[name] > max_shard_bytes:
+            groups.append([])
             size = 0
-        shards[-1][name] = tensor
-        size += nbytes
+        groups[-1].append(name)
+        size += sizes[name]
+    return groups
+
+
+def _write_grouped(groups: list[list[str]], produce: Callable[[list[str]], dict[str, torch.Tensor]], out_dir: Path) -> None:
+    """One safetensors file per group, holding what `produce(group)` returns, then the index; each
+    file's tensors are let go before the next group is produced."""
     weight_map, total = {}, 0
-    for number, shard in enumerate(shards, start=1):
-        file_name = f"model-{number:05d}-of-{len(shards):05d}.safetensors"
+    for number, names in enumerate(groups, start=1):
+        file_name = f"model-{number:05d}-of-{len(groups):05d}.safetensors"
+        shard = {name: tensor.contiguous() for name, tensor in produce(names).items()}
         save_file(shard, str(out_dir / file_name), metadata={"format": "pt"})
         for name, tensor in shard.items():
             weight_map[name] = file_name
             total += tensor.numel() * tensor.element_size()
+        del shard
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (out_dir / INDEX_FILE).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+
+def _write_shards(tensors: dict[str, torch.Tensor], out_dir: Path, max_shard_bytes: int) -> None:
+    sizes = {name: tensor.numel() * tensor.element_size() for name, tensor in tensors.items()}
+    _write_grouped(_group_by_bytes(sizes, max_shard_bytes), lambda names: {n: tensors[n] for n in names}, out_dir)
 
 
 def _write_configs(config: DeepseekV4Config, out_dir: Path, dtype: torch.dtype, quantized: bool = False) -> None:
@@ -351,13 +365,38 @@ def export_hf(
 ) -> Path:
     """Write `model` as an official-layout folder: sharded safetensors + index, config.json,
     generation_config.json and the tokenizer files of `tokenizer_dir`."""
+    state = model.state_dict()
+    return export_hf_by_shard(
+        model.config, state, lambda names: {n: state[n].detach().cpu() for n in names}, out_dir,
+        tokenizer_dir=tokenizer_dir, dtype=dtype, max_shard_bytes=max_shard_bytes,
+    )
+
+
+def export_hf_by_shard(
+    config: DeepseekV4Config,
+    specs: dict[str, torch.Tensor],
+    read: Callable[[list[str]], dict[str, torch.Tensor]],
+    out_dir: str | Path,
+    tokenizer_dir: str | Path | None = None,
+    dtype: torch.dtype = torch.bfloat16,
+    max_shard_bytes: int = 4 << 30,
+) -> Path:
+    """`export_hf` one output file at a time, for models no process can hold whole: `specs` gives every
+    trex tensor's shape and dtype (meta tensors will do), `read(names)` returns just those tensors,
+    and each file is converted, written and let go before the next is read. A stacked expert tensor
+    stays in one file (unstacked there into its per-expert tensors)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    state = {n: t.detach().cpu() for n, t in model.state_dict().items()}
-    official = to_official(state)
-    official = {n: t.to(_storage_dtype(n, t, dtype)) for n, t in official.items()}
-    _write_shards(official, out_dir, max_shard_bytes)
-    _write_configs(model.config, out_dir, dtype)
+    sizes = {
+        name: spec.numel() * torch.empty((), dtype=_storage_dtype(name, spec, dtype)).element_size()
+        for name, spec in specs.items()
+    }
+
+    def convert(names: list[str]) -> dict[str, torch.Tensor]:
+        return {n: t.to(_storage_dtype(n, t, dtype)) for n, t in to_official(read(names)).items()}
+
+    _write_grouped(_group_by_bytes(sizes, max_shard_bytes), convert, out_dir)
+    _write_configs(config, out_dir, dtype)
     _copy_tokenizer(tokenizer_dir, out_dir)
     return out_dir
 
