@@ -1,7 +1,7 @@
 """Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order:
 
 1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert,
-   while the routed experts keep expert-TP 1 (T-Rex's parallel folding);
+   while the routed experts keep expert-TP 1 (parallel folding: `parallel_dims.py`);
 2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
    an expert group may span tensor ranks, which then split their shared tokens before dispatch);
 3. activation checkpointing (full: every block; selective: every n-th block);
