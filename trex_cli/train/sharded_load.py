@@ -31,9 +31,9 @@ from trex_cli.models.deepseek_v4.quantization import FP4_GROUP, FP8_BLOCK, dequa
 from trex_cli.models.deepseek_v4.state_dict_adapter import (
     EXPERT_STACKED,
     INDEX_FILE,
-    _official_to_transformers_name,
-    _safetensors_files,
     detect_layout,
+    official_to_transformers_name,
+    safetensors_files,
 )
 
 Block = tuple[slice, ...]  # one slice per dimension of a full tensor
@@ -47,7 +47,7 @@ class CheckpointSlices:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self.file_of: dict[str, Path] = {}
-        for file in _safetensors_files(self.folder):
+        for file in safetensors_files(self.folder):
             with safe_open(str(file), framework="pt") as handle:
                 for key in handle.keys():
                     self.file_of[key] = file
@@ -120,7 +120,7 @@ class CheckpointSlices:
         if expert is None:
             key = name
             if self.layout == "transformers" and not name.startswith("mtp."):
-                key = _official_to_transformers_name(name)
+                key = official_to_transformers_name(name)
             return self._read_source(key, block)
         prefix, projection = expert.groups()
         experts, rest = block[0], block[1:]

@@ -122,7 +122,7 @@ _RENAMES = [
 _COMPRESSOR_LEAVES = {"wkv.weight": "kv_proj.weight", "wgate.weight": "gate_proj.weight", "ape": "position_bias", "norm.weight": "kv_norm.weight"}
 
 
-def _official_to_transformers_name(name: str) -> str | None:
+def official_to_transformers_name(name: str) -> str | None:
     """The transformers name of one (non-expert) official tensor; None for MTP tensors."""
     if name.startswith("mtp."):
         return None
@@ -155,7 +155,7 @@ def to_transformers(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tens
             else:
                 gate_up.setdefault(target, {})[projection] = tensor
             continue
-        renamed = _official_to_transformers_name(name)
+        renamed = official_to_transformers_name(name)
         result[renamed if renamed is not None else name] = tensor
     for target, parts in gate_up.items():
         result[f"{target}.gate_up_proj"] = torch.cat([parts["w1"], parts["w3"]], dim=1)
@@ -173,7 +173,7 @@ def from_transformers(tensors: dict[str, torch.Tensor], config: DeepseekV4Config
     for name in names:
         if EXPERT_STACKED.match(name) or name.startswith("mtp."):
             continue
-        inverse[_official_to_transformers_name(name)] = name
+        inverse[official_to_transformers_name(name)] = name
     result: dict[str, torch.Tensor] = {}
     mtp_official = {}
     for name, tensor in tensors.items():
@@ -197,7 +197,7 @@ def from_transformers(tensors: dict[str, torch.Tensor], config: DeepseekV4Config
 # ---- folders -------------------------------------------------------------------------------------------
 
 
-def _safetensors_files(folder: Path) -> list[Path]:
+def safetensors_files(folder: Path) -> list[Path]:
     index = folder / INDEX_FILE
     if index.is_file():
         weight_map = json.loads(index.read_text()).get("weight_map")
@@ -216,7 +216,7 @@ def _safetensors_files(folder: Path) -> list[Path]:
 
 def read_tensors(folder: str | Path) -> dict[str, torch.Tensor]:
     tensors = {}
-    for file in _safetensors_files(Path(folder)):
+    for file in safetensors_files(Path(folder)):
         with safe_open(str(file), framework="pt") as handle:
             for key in handle.keys():
                 tensors[key] = handle.get_tensor(key)
