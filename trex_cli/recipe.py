@@ -29,7 +29,7 @@ SECTIONS: dict[str, str] = {
     "train": "trex_cli.train.config:TrainSection",
     "eval": "trex_cli.evaluate.config:EvalConfig",
     "plan": "trex_cli.plan.config:PlanSection",
-    "mindspeed": "trex_cli.plan.config:MindSpeedSection",
+    "mindspeed": "trex_cli.train.engines.mindspeed.config:MindSpeedSection",
 }
 
 

@@ -12,7 +12,7 @@ import torch.distributed as dist
 
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.plan.clusters import load_cluster
-from trex_cli.plan.layout import Job, Layout, default_noop_layers
+from trex_cli.plan.layout import Job, PlannedLayout, default_noop_layers
 from trex_cli.plan.memory import Precision, estimate_memory, stage_parameter_counts
 from trex_cli.plan.parameters import ModelShape
 from trex_cli.train.config import ParallelSection
@@ -42,7 +42,7 @@ def test_one_rank_of_the_papers_layout_holds_what_the_planner_counts(name):
     config = get_flavor(flavor)
     shape = ModelShape.from_config(config)
     noop = default_noop_layers(config.num_hidden_layers, pp, vpp_layers)
-    plan_layout = Layout(tp=tp, pp=pp, vpp_layers=vpp_layers, ep=ep, noop_layers=noop)
+    plan_layout = PlannedLayout(tp=tp, pp=pp, vpp_layers=vpp_layers, ep=ep, noop_layers=noop)
     virtual = (config.num_hidden_layers + len(noop)) // (pp * vpp_layers) if vpp_layers else 1
     parallel = ParallelSection(
         tp=tp, pp=pp, ep=ep, noop_layer_slots=list(noop), pp_virtual_stages=virtual,

@@ -1,7 +1,7 @@
 """`trex train cpt` and `trex train sft`: full-parameter training of a DeepSeek-V4 model on a data folder.
 
 The native engine (default) trains with trex's own trainer on PyTorch distributed; `--engine mindspeed`
-renders (and, where MindSpeed-LLM is installed, runs) the SuperPOD launch through the planner.
+renders (and, where MindSpeed-LLM is installed, runs) the SuperPOD launch (`trex_cli.train.engines.mindspeed`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
     recipe = load_recipe(recipe_path, overrides, flags)
     layout = RunLayout(recipe)
     if recipe.section("train").engine == "mindspeed":
-        from trex_cli.plan.mindspeed import run_mindspeed
+        from trex_cli.train.engines.mindspeed import run_mindspeed
 
         result = run_mindspeed(stage, recipe, layout.root, dry_run)
         mode = "wrote (dry run)" if result.get("dry_run") else "ran"
