@@ -25,7 +25,7 @@ fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
 # (flavor, world, tp, pp, ep, layers per virtual stage): T-Rex's Flash and Pro layouts
 PAPER_LAYOUTS = {
     "flash": ("flash", 128, 1, 4, 32, 0),
-    "pro": ("pro", 512, 2, 8, 64, 2),  # PP8 x VPP4 of 2 slots, no-op slots 3, 62, 63
+    "pro": ("pro", 512, 2, 8, 64, 4),  # PP8, 4 slots per virtual stage (2 per rank), no-op slots 3, 62, 63
 }
 
 

@@ -58,3 +58,22 @@ def test_the_engine_refuses_what_it_does_not_run_yet():
     with pytest.raises(ValueError, match="cp = 2: not yet supported by the native engine"):
         dims.check_engine_supports()
     ParallelDims.from_section(ParallelSection(tp=2, ep=4), 4).check_engine_supports()
+
+
+def test_trex_plan_out_writes_a_train_parallel_table_the_engine_resolves(tmp_path):
+    """`trex plan --check ... --out` on the paper's Pro layout: the fragment's [train.parallel] names the
+    same layout in the engine's vocabulary, and ParallelDims resolves it on the 512 ranks."""
+    from typer.testing import CliRunner
+
+    from trex_cli.app import app
+    from trex_cli.recipe import load_recipe
+
+    fragment = tmp_path / "pro.toml"
+    result = CliRunner().invoke(app, ["plan", "--flavor", "pro", "--ranks", "512", "--seq", "4096", "--global-batch",
+                                      "1024", "--check", "2,8,4,64,1,1", "--out", str(fragment)])
+    assert result.exit_code == 0, result.output
+    parallel = load_recipe(fragment).section("train").parallel
+    assert (parallel.pp_schedule, parallel.pp_virtual_stages, parallel.noop_layer_slots) == ("Interleaved1F1B", 2, [3, 62, 63])
+    dims = ParallelDims.from_section(parallel, 512)
+    assert (dims.tp, dims.pp, dims.ep, dims.dp, dims.edp) == (2, 8, 64, 32, 1)
+    dims.check_engine_supports()
