@@ -62,7 +62,7 @@ def test_interleaved_stages_split_the_slots_round_robin():
 
     # 5 layers on 2 ranks x 2 virtual stages: 8 slots, 3 no-op slots appended; rank r holds r and r + 2
     assert stage_layers(5, 4, []) == [[0, 1], [2, 3], [4], []]
-    # V4-Pro's paper layout: 61 layers, no-op slots 3, 62, 63, PP 8 x VPP 4 = 32 stages of 2 slots
+    # V4-Pro's 61 layers with the paper's no-op slots 3, 62, 63, cut into 32 stages of 2 slots
     stages = stage_layers(61, 32, [3, 62, 63])
     assert stages[1] == [2] and stages[31] == [] and sum(map(len, stages)) == 61
 

@@ -40,7 +40,9 @@ class ParallelSection:
     etp: int = 1  # expert-tensor parallel: 1 or tp (not yet run by the native engine)
     pp: int = 1
     pp_schedule: Literal["1F1B", "GPipe", "Interleaved1F1B"] = "1F1B"
-    pp_virtual_stages: int = 1  # stages per pipeline rank: 1, or >= 2 with "Interleaved1F1B" (T-Rex: VPP 4)
+    # stages per pipeline rank: 1, or >= 2 with "Interleaved1F1B" (T-Rex V4-Pro: 4 layers per virtual stage,
+    # 64 slots on PP 8: 2)
+    pp_virtual_stages: int = 1
     # layer slots that hold no block, so stages get equal slot counts (T-Rex V4-Pro: [3, 62, 63]);
     # empty: no-op slots are appended at the end when pp does not divide the layer count
     noop_layer_slots: list[int] = field(default_factory=list)
