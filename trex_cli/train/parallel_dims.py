@@ -54,7 +54,9 @@ class ParallelDims:
 
     @property
     def ranks_per_stage(self) -> int:
-        """Ranks of one pipeline stage (every dense and expert piece of the stage lies on them)."""
+        """Ranks of one pipeline stage (every dense and expert piece of the stage lies on them; the
+        gradient norm divides each piece's square by the ranks of a stage holding it, then sums over
+        the world)."""
         return self.dp * self.cp * self.tp
 
     @property
@@ -81,12 +83,9 @@ class ParallelDims:
 
     @property
     def experts_split_tokens_over_tp(self) -> bool:
-        """True when an expert group spans tensor ranks (which hold the same tokens): the MoE layer then
-        splits the tokens over tp before dispatch and gathers them after it."""
+        """True under EP with TP and expert-TP 1: the tensor ranks hold the same tokens, so the MoE layer
+        splits them over tp before dispatch (each token routed once) and gathers them after it."""
         return self.ep > 1 and self.tp > 1 and self.etp == 1
-
-    def describe(self) -> str:
-        return " ".join(f"{name.upper()}{getattr(self, name)}" for name in (*DENSE_DIMS, "ep", "etp"))
 
     # ---- checks ---------------------------------------------------------------------------------
 
