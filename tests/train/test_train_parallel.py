@@ -18,6 +18,9 @@ LAYOUTS = {
     "fsdp4_ep2": ("4", ["train.parallel.ep=2"]),  # experts: 2-way EP x 2-way FSDP; the rest: 4-way FSDP
     "pp2_tp2": ("4", ["train.parallel.pp=2", "train.parallel.tp=2"]),  # each stage 2-way TP
     "pp2_ep2": ("4", ["train.parallel.pp=2", "train.parallel.ep=2"]),  # each stage: experts 2-way EP, the rest 2-way FSDP
+    # EP spanning TP x DP (Megatron's expert model parallel): attention 2-way TP x 2-way FSDP, experts 4-way EP
+    # over all four ranks, each tensor rank routing its half of the tokens
+    "tp2_dp2_ep4": ("4", ["train.parallel.tp=2", "train.parallel.ep=4"]),
 }
 
 

@@ -10,8 +10,8 @@ import torch
 
 from trex_cli.train.config import ParallelSection, StageSchedule, TrainSection
 from trex_cli.train.data import TrainData, check_batch_sizes
-from trex_cli.train.distributed import Layout
 from trex_cli.train.optim import warmup_cosine
+from trex_cli.train.parallel_dims import ParallelDims
 
 
 @pytest.fixture(autouse=True)
@@ -62,22 +62,23 @@ def test_interleaved_stages_split_the_slots_round_robin():
 
     # 5 layers on 2 ranks x 2 virtual stages: 8 slots, 3 no-op slots appended; rank r holds r and r + 2
     assert stage_layers(5, 4, []) == [[0, 1], [2, 3], [4], []]
-    # V4-Pro's paper layout: 61 layers, no-op slots 3, 62, 63, PP 8 x VPP 4 = 32 stages of 2 slots
+    # V4-Pro's 61 layers with the paper's no-op slots 3, 62, 63, cut into 32 stages of 2 slots
     stages = stage_layers(61, 32, [3, 62, 63])
     assert stages[1] == [2] and stages[31] == [] and sum(map(len, stages)) == 61
 
 
 def test_layout_errors_name_the_fix():
-    assert Layout.resolve(ParallelSection(ep=2), 4).dp_shard == 4
-    with pytest.raises(ValueError, match="ep = 3 must divide"):
-        Layout.resolve(ParallelSection(ep=3), 4)
+    resolve = ParallelDims.from_section
+    assert resolve(ParallelSection(ep=2), 4).dp_shard == 4
+    with pytest.raises(ValueError, match="ep x etp = 3 x 1 = 3 must divide the ranks of a pipeline stage"):
+        resolve(ParallelSection(ep=3), 4)
     with pytest.raises(ValueError, match="does not divide"):
-        Layout.resolve(ParallelSection(tp=3), 4)
+        resolve(ParallelSection(tp=3), 4)
     with pytest.raises(ValueError, match="interleaved 1F1B needs pp_virtual_stages >= 2"):
-        Layout.resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B"), 2)
+        resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B"), 2)
     with pytest.raises(ValueError, match="the other schedules take 1"):
-        Layout.resolve(ParallelSection(pp=2, pp_virtual_stages=2), 2)
-    assert Layout.resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B", pp_virtual_stages=2), 2).pp == 2
+        resolve(ParallelSection(pp=2, pp_virtual_stages=2), 2)
+    assert resolve(ParallelSection(pp=2, pp_schedule="Interleaved1F1B", pp_virtual_stages=2), 2).pp == 2
     with pytest.raises(ValueError, match="multiple of micro_batch_size"):
         check_batch_sizes(6, 4, 1, "[train.cpt]")
     assert check_batch_sizes(8, 2, 2, "[train.cpt]") == 2

@@ -53,10 +53,20 @@ def _parse_check(text: str) -> tuple[int, ...]:
 
 
 def _fragment(evaluation, job, plan, cluster_name: str) -> str:
-    """The chosen layout as a recipe fragment: [plan] and the layout keys of [mindspeed]."""
+    """The chosen layout as a recipe fragment: [plan], the layout keys of [mindspeed] and the
+    [train.parallel] table the native engine runs as is."""
     from trex_cli.recipe import dumps_toml
 
     layout = evaluation.layout
+    slots = job.shape.num_layers + len(layout.noop_layers)
+    virtual = slots // (layout.pp * layout.vpp_layers) if layout.vpp_layers else 1
+    parallel = {"tp": layout.tp, "pp": layout.pp, "ep": layout.ep, "etp": layout.etp, "cp": layout.cp,
+                "dp_replicate": 1, "dp_shard": -1, "pp_schedule": "Interleaved1F1B" if virtual > 1 else "1F1B",
+                "pp_virtual_stages": virtual, "noop_layer_slots": list(layout.noop_layers)}
+    if layout.recompute in ("none", "full"):
+        # the planner's "selective" (activation functions, indexer scores) is not the engine's every-n-th
+        # block, so that one is left to the recipe
+        parallel["activation_checkpoint"] = layout.recompute
     tables = {
         "plan": {"cluster": cluster_name, "ranks": job.world, "seq_len": job.seq_len,
                  "global_batch": job.global_batch,
@@ -69,6 +79,7 @@ def _fragment(evaluation, job, plan, cluster_name: str) -> str:
                       "recompute": layout.recompute, "swap_optimizer": layout.optimizer_swap,
                       "sequence_parallel": layout.sequence_parallel and layout.tp > 1,
                       "distributed_optimizer": layout.distributed_optimizer},
+        "train": {"parallel": parallel},
     }
     estimate = (f"# estimated: step {evaluation.time.step:.2f} s, MFU {100 * evaluation.mfu:.2f}%, "
                 f"peak memory {evaluation.memory.total / 1e9:.1f} GB per rank\n")

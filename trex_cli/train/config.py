@@ -28,17 +28,21 @@ class StageSchedule:
 
 @dataclass
 class ParallelSection:
-    """The device mesh: world = pp x dp_replicate x dp_shard x tp. Expert parallel folds into the
-    data-parallel ranks (ep divides dp_replicate x dp_shard) while attention and dense parts use TP and
-    experts keep expert-TP 1 (T-Rex's parallel folding)."""
+    """The device mesh: world = pp x dp_replicate x dp_shard x cp x tp for attention and the dense
+    parts; the routed experts fold onto the same ranks of each pipeline stage as edp x ep x etp, so ep
+    may span data and tensor ranks (Megatron's expert model parallel; `parallel_dims.py`)."""
 
     dp_replicate: int = 1
-    dp_shard: int = -1  # -1: every rank left over after pp, tp and dp_replicate
+    dp_shard: int = -1  # -1: every rank left over after pp, cp, tp and dp_replicate
+    cp: int = 1  # context parallel (not yet run by the native engine)
     tp: int = 1
     ep: int = 1
+    etp: int = 1  # expert-tensor parallel: 1 or tp (not yet run by the native engine)
     pp: int = 1
     pp_schedule: Literal["1F1B", "GPipe", "Interleaved1F1B"] = "1F1B"
-    pp_virtual_stages: int = 1  # stages per pipeline rank: 1, or >= 2 with "Interleaved1F1B" (T-Rex: VPP 4)
+    # stages per pipeline rank: 1, or >= 2 with "Interleaved1F1B" (T-Rex V4-Pro: 4 layers per virtual stage,
+    # 64 slots on PP 8: 2)
+    pp_virtual_stages: int = 1
     # layer slots that hold no block, so stages get equal slot counts (T-Rex V4-Pro: [3, 62, 63]);
     # empty: no-op slots are appended at the end when pp does not divide the layer count
     noop_layer_slots: list[int] = field(default_factory=list)

@@ -5,10 +5,8 @@ CPU process and a 512-rank SuperPOD: FSDP2, DCP and the collectives behave the s
 The device is npu when torch_npu imports and works, else cuda, else cpu; the backend follows
 (hccl, nccl, gloo).
 
-Two meshes share the same ranks (rank = ((pp * dp) + dp_index) * tp + tp_index):
-- the dense mesh (pp, dp_replicate, dp_shard, tp) for attention and dense parts,
-- the expert mesh (pp, edp, ep, tp), the same data-parallel ranks folded as edp x ep, for the routed
-  experts (expert-TP 1: experts are replicated over tp).
+The layout, its checks and its two meshes over the same ranks (dense: pp, dp_replicate, dp_shard,
+cp, tp; expert: pp, edp, ep, etp) are `ParallelDims` (`parallel_dims.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from trex_cli.train.config import ParallelSection
+from trex_cli.train.parallel_dims import ParallelDims
 
 
 def detect_device() -> tuple[str, str]:
@@ -48,58 +47,6 @@ def detect_device() -> tuple[str, str]:
 
 
 @dataclasses.dataclass
-class Layout:
-    """Sizes of the mesh dimensions, checked against the world size."""
-
-    pp: int
-    dp_replicate: int
-    dp_shard: int
-    tp: int
-    ep: int
-
-    @property
-    def dp(self) -> int:
-        return self.dp_replicate * self.dp_shard
-
-    @property
-    def world(self) -> int:
-        return self.pp * self.dp * self.tp
-
-    @classmethod
-    def resolve(cls, parallel: ParallelSection, world_size: int) -> Layout:
-        fixed = parallel.pp * parallel.tp * parallel.dp_replicate
-        for key in ("pp", "tp", "ep", "dp_replicate"):
-            if getattr(parallel, key) < 1:
-                raise ValueError(f"[train.parallel] {key} = {getattr(parallel, key)}: must be 1 or more")
-        interleaved = parallel.pp_schedule == "Interleaved1F1B"
-        if parallel.pp_virtual_stages < 1 or (parallel.pp_virtual_stages > 1) != interleaved:
-            raise ValueError(
-                f"[train.parallel] pp_virtual_stages = {parallel.pp_virtual_stages} with pp_schedule = "
-                f"{parallel.pp_schedule!r}: interleaved 1F1B needs pp_virtual_stages >= 2, the other schedules "
-                "take 1; set both (e.g. pp_schedule = \"Interleaved1F1B\", pp_virtual_stages = 2)"
-            )
-        if world_size % fixed:
-            raise ValueError(
-                f"[train.parallel] pp x tp x dp_replicate = {fixed} does not divide the {world_size} ranks; "
-                "change the layout or --nproc"
-            )
-        dp_shard = parallel.dp_shard if parallel.dp_shard != -1 else world_size // fixed
-        layout = cls(parallel.pp, parallel.dp_replicate, dp_shard, parallel.tp, parallel.ep)
-        if layout.world != world_size:
-            raise ValueError(
-                f"[train.parallel] pp {layout.pp} x dp_replicate {layout.dp_replicate} x dp_shard "
-                f"{layout.dp_shard} x tp {layout.tp} = {layout.world} ranks, but {world_size} are running; "
-                "set dp_shard = -1 to use the rest, or change --nproc"
-            )
-        if layout.dp % layout.ep:
-            raise ValueError(
-                f"[train.parallel] ep = {layout.ep} must divide the data-parallel size "
-                f"dp_replicate x dp_shard = {layout.dp} (experts fold into data-parallel ranks)"
-            )
-        return layout
-
-
-@dataclasses.dataclass
 class Distributed:
     """The running process's place in the job."""
 
@@ -108,7 +55,7 @@ class Distributed:
     local_rank: int
     device: torch.device
     backend: str
-    layout: Layout
+    dims: ParallelDims
     dense_mesh: DeviceMesh
     expert_mesh: DeviceMesh
 
@@ -118,7 +65,7 @@ class Distributed:
 
     @property
     def dp_rank(self) -> int:
-        return self.dense_mesh["dp_replicate"].get_local_rank() * self.layout.dp_shard + self.dense_mesh[
+        return self.dense_mesh["dp_replicate"].get_local_rank() * self.dims.dp_shard + self.dense_mesh[
             "dp_shard"
         ].get_local_rank()
 
@@ -157,16 +104,7 @@ def init_distributed(parallel: ParallelSection) -> Distributed:
         else:
             # One process, no launcher: an in-memory store is all a one-rank group needs.
             dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
-    layout = Layout.resolve(parallel, world_size)
-    ranks = torch.arange(world_size)
-    dense_mesh = DeviceMesh(
-        device_type,
-        ranks.reshape(layout.pp, layout.dp_replicate, layout.dp_shard, layout.tp),
-        mesh_dim_names=("pp", "dp_replicate", "dp_shard", "tp"),
-    )
-    expert_mesh = DeviceMesh(
-        device_type,
-        ranks.reshape(layout.pp, layout.dp // layout.ep, layout.ep, layout.tp),
-        mesh_dim_names=("pp", "edp", "ep", "tp"),
-    )
-    return Distributed(rank, world_size, local_rank, device, backend, layout, dense_mesh, expert_mesh)
+    dims = ParallelDims.from_section(parallel, world_size)
+    dims.check_engine_supports()
+    dense_mesh, expert_mesh = dims.build_meshes(device_type)
+    return Distributed(rank, world_size, local_rank, device, backend, dims, dense_mesh, expert_mesh)

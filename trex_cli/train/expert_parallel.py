@@ -16,6 +16,12 @@ Dispatch, per layer:
    local tokens (the overlap T-Rex gets from its all-to-all dispatcher);
 4. regroup the received rows by local expert, run the experts, undo the regrouping;
 5. all-to-all the results back, weight them by the router and sum the top-k slots per token.
+
+When the expert group spans tensor-parallel ranks (`ParallelDims.experts_split_tokens_over_tp`), the
+tensor ranks of a data-parallel rank hold the same tokens: each takes its part of the rows (and of the
+router's choices) before step 1 and the layer's output is gathered over the tensor ranks after step 5,
+so every token is routed once. The gradients there are those of a replicated activation (the same on
+every tensor rank): the gather's backward keeps this rank's rows, the split's gathers the rows back.
 """
 
 from __future__ import annotations
@@ -55,10 +61,61 @@ class SharedExpertOverlap:
         return self.original_forward(tokens)
 
 
+def _pad_rows(tensor: torch.Tensor, rows: int) -> torch.Tensor:
+    if tensor.shape[0] == rows:
+        return tensor.contiguous()
+    return torch.cat([tensor, tensor.new_zeros((rows - tensor.shape[0], *tensor.shape[1:]))])
+
+
+def _gather_rows(part: torch.Tensor, lengths: list[int], group) -> torch.Tensor:
+    """Concatenate every tensor rank's rows (uneven counts, so each part travels padded)."""
+    longest = max(lengths)
+    gathered = torch.empty((len(lengths) * longest, *part.shape[1:]), dtype=part.dtype, device=part.device)
+    dist.all_gather_into_tensor(gathered, _pad_rows(part, longest), group=group)
+    pieces = gathered.view(len(lengths), longest, *part.shape[1:])
+    return torch.cat([pieces[index, :length] for index, length in enumerate(lengths)])
+
+
+class _SplitOverTensorRanks(torch.autograd.Function):
+    """Forward: this tensor rank's rows of a tensor every tensor rank holds whole. Backward: the
+    gradient of the whole tensor, gathered from every rank's rows."""
+
+    @staticmethod
+    def forward(ctx, tensor, group, rank: int, lengths: list[int]):
+        ctx.group, ctx.lengths = group, lengths
+        start = sum(lengths[:rank])
+        return tensor[start : start + lengths[rank]].clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _gather_rows(grad, ctx.lengths, ctx.group), None, None, None
+
+
+class _GatherOverTensorRanks(torch.autograd.Function):
+    """Forward: every tensor rank's rows, concatenated. Backward: the gradient arriving is that of a
+    replicated activation, whole on every tensor rank; this rank's rows of it are its part's gradient."""
+
+    @staticmethod
+    def forward(ctx, part, group, rank: int, lengths: list[int]):
+        ctx.rank, ctx.lengths = rank, lengths
+        return _gather_rows(part, lengths, group)
+
+    @staticmethod
+    def backward(ctx, grad):
+        start = sum(ctx.lengths[: ctx.rank])
+        return grad[start : start + ctx.lengths[ctx.rank]].contiguous(), None, None, None
+
+
 class ExpertParallelExperts(nn.Module):
     """This rank's slice of a layer's routed experts plus the dispatch and combine around them."""
 
-    def __init__(self, experts: nn.Module, ep_mesh: DeviceMesh, shared: SharedExpertOverlap | None = None):
+    def __init__(
+        self,
+        experts: nn.Module,
+        ep_mesh: DeviceMesh,
+        shared: SharedExpertOverlap | None = None,
+        tp_mesh: DeviceMesh | None = None,
+    ):
         super().__init__()
         stacked = dict(experts.named_parameters(recurse=False))
         if not stacked:
@@ -86,6 +143,10 @@ class ExpertParallelExperts(nn.Module):
             compute.num_experts = self.local_experts
         self.__dict__["_compute"] = compute
         self.__dict__["_shared"] = shared
+        # the tensor ranks whose shared tokens are split before dispatch (None: each rank routes its own)
+        self.tp_group = tp_mesh.get_group() if tp_mesh is not None else None
+        self.tp_rank = tp_mesh.get_local_rank() if tp_mesh is not None else 0
+        self.tp_size = tp_mesh.size() if tp_mesh is not None else 1
 
     def _local_weights(self) -> dict[str, torch.Tensor]:
         return {
@@ -94,6 +155,31 @@ class ExpertParallelExperts(nn.Module):
         }
 
     def forward(self, tokens: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
+        shared = self.__dict__["_shared"]
+        if self.tp_group is None:
+            return self._dispatch_compute_combine(tokens, topk_ids, topk_weights, tokens, shared)
+        lengths = [len(part) for part in torch.arange(tokens.shape[0]).tensor_split(self.tp_size)]
+        start = sum(lengths[: self.tp_rank])
+        split = (self.tp_group, self.tp_rank, lengths)
+        routed = self._dispatch_compute_combine(
+            _SplitOverTensorRanks.apply(tokens, *split),
+            topk_ids[start : start + lengths[self.tp_rank]],
+            _SplitOverTensorRanks.apply(topk_weights, *split),
+            tokens,
+            shared,
+        )
+        return _GatherOverTensorRanks.apply(routed, *split)
+
+    def _dispatch_compute_combine(
+        self,
+        tokens: torch.Tensor,
+        topk_ids: torch.Tensor,
+        topk_weights: torch.Tensor,
+        layer_tokens: torch.Tensor,
+        shared: SharedExpertOverlap | None,
+    ) -> torch.Tensor:
+        """Route `tokens` to their experts over the ep group and back; `layer_tokens` are the layer's
+        tokens the shared expert runs on while the dispatch is in flight."""
         num_tokens, hidden = tokens.shape
         top_k = topk_ids.shape[1]
         flat_ids = topk_ids.reshape(-1)
@@ -109,9 +195,8 @@ class ExpertParallelExperts(nn.Module):
         received = functional_collectives.all_to_all_single_autograd(
             send_rows, receive_splits, send_splits, self.ep_group
         )
-        shared = self.__dict__["_shared"]
         if shared is not None:  # runs while the dispatch is in flight
-            shared.compute_early(tokens)
+            shared.compute_early(layer_tokens)
         # Rows arrive grouped by source rank, then by local expert; the experts want them by expert.
         local_expert = torch.arange(self.local_experts, device=tokens.device).repeat(self.ep_size)
         expert_of_row = torch.repeat_interleave(local_expert, received_per_expert.flatten())
@@ -138,8 +223,11 @@ def blocks_of(model: nn.Module) -> list[nn.Module]:
     return layers + list(getattr(model, "mtp", []))
 
 
-def apply_expert_parallel(model: nn.Module, ep_mesh: DeviceMesh, overlap_shared: bool = True) -> int:
-    """Swap every layer's routed experts for the expert-parallel version; returns how many."""
+def apply_expert_parallel(
+    model: nn.Module, ep_mesh: DeviceMesh, tp_mesh: DeviceMesh | None = None, overlap_shared: bool = True
+) -> int:
+    """Swap every layer's routed experts for the expert-parallel version; returns how many. `tp_mesh`:
+    the tensor ranks to split the tokens over before dispatch, when the expert group spans them."""
     swapped = 0
     for block in blocks_of(model):
         ffn = getattr(block, "ffn", None)
@@ -149,6 +237,6 @@ def apply_expert_parallel(model: nn.Module, ep_mesh: DeviceMesh, overlap_shared:
         shared = None
         if overlap_shared and isinstance(getattr(ffn, "shared_experts", None), nn.Module):
             shared = SharedExpertOverlap(ffn.shared_experts)
-        ffn.experts = ExpertParallelExperts(experts, ep_mesh, shared)
+        ffn.experts = ExpertParallelExperts(experts, ep_mesh, shared, tp_mesh)
         swapped += 1
     return swapped

@@ -1,8 +1,9 @@
 """Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order:
 
 1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert,
-   while the routed experts keep expert-TP 1 (T-Rex's parallel folding);
-2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch);
+   while the routed experts keep expert-TP 1 (parallel folding: `parallel_dims.py`);
+2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
+   an expert group may span tensor ranks, which then split their shared tokens before dispatch);
 3. activation checkpointing (full: every block; selective: every n-th block);
 4. FSDP2 `fully_shard`: each block is one unit, routed experts under EP get their own unit on the
    expert-data-parallel ranks, then the root takes the embedding, head and the rest. Mixed precision:
@@ -202,9 +203,9 @@ def apply_fsdp(
     offload_optimizer: bool,
     expert_parallel: bool,
 ) -> None:
-    layout = distributed.layout
+    dims = distributed.dims
     dense = distributed.dense_mesh
-    dp_mesh = dense["dp_replicate", "dp_shard"] if layout.dp_replicate > 1 else dense["dp_shard"]
+    dp_mesh = dense["dp_replicate", "dp_shard"] if dims.dp_replicate > 1 else dense["dp_shard"]
     # No input casting: blocks take the forward context (a dataclass whose lists the blocks fill with
     # router statistics and indexer losses) and a cast would hand each block a copy.
     policy = MixedPrecisionPolicy(
@@ -219,7 +220,7 @@ def apply_fsdp(
         else:
             offload = CPUOffloadPolicy(pin_memory=True)
     # Resharding after forward saves memory only when there is more than one shard to free.
-    reshard = layout.dp_shard > 1
+    reshard = dims.dp_shard > 1
     common = {"mp_policy": policy, "offload_policy": offload}
     for block in blocks_of(model):
         shield_context(block)
@@ -284,15 +285,16 @@ def parallelize(
     """Apply TP, EP, activation checkpointing and FSDP2 in that order. Returns the same model object
     and, for a one-rank run in a low-precision compute dtype, the mixed precision its forward and
     backward passes must run under (None otherwise)."""
-    layout = distributed.layout
-    if layout.tp > 1:
+    dims = distributed.dims
+    if dims.tp > 1:
         apply_tensor_parallel(model, distributed.dense_mesh["tp"])
-    if layout.ep > 1:
-        apply_expert_parallel(model, distributed.expert_mesh["ep"])
+    if dims.ep > 1:
+        token_split = distributed.dense_mesh["tp"] if dims.experts_split_tokens_over_tp else None
+        apply_expert_parallel(model, distributed.expert_mesh["ep"], token_split)
     apply_activation_checkpointing(model, parallel.activation_checkpoint, parallel.selective_every)
     if distributed.world_size == 1 and not parallel.offload_optimizer:
         if compute_dtype == torch.float32:
             return model, None
         return model, OneRankMixedPrecision(model, compute_dtype)
-    apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=layout.ep > 1)
+    apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=dims.ep > 1)
     return model, None

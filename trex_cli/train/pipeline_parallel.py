@@ -62,6 +62,18 @@ def stage_layers(num_layers: int, pp: int, noop_slots: list[int]) -> list[list[i
     return stages
 
 
+def prune_to_stages(model: nn.Module, layers: list[int], is_first: bool, is_last: bool) -> None:
+    """Keep only a rank's pipeline stages of `model`, in place: the blocks `layers` (in a ModuleDict keyed
+    by layer index, so parameter names stay the full model's), the embedding on the first stage, the
+    final norm, head, mHC head and MTP blocks on the last."""
+    model.layers = nn.ModuleDict({str(i): model.layers[i] for i in layers})
+    if not is_first:
+        del model.embed
+    if not is_last:
+        for name in ("norm", "head", "mtp", "hc_head_fn", "hc_head_base", "hc_head_scale"):
+            delattr(model, name)
+
+
 class AttachAuxiliaryLoss(torch.autograd.Function):
     """Identity on `tensor`; in backward, also back-propagates `auxiliary` (a scalar loss) with grad 1."""
 
@@ -104,12 +116,7 @@ class StageRunner:
         self.layers_of = {stage: list(layers[stage]) for stage in self.stages}
         self.train = train
         config = model.config
-        model.layers = nn.ModuleDict({str(i): model.layers[i] for stage in self.stages for i in self.layers_of[stage]})
-        if not self.is_first:
-            del model.embed
-        if not self.is_last:
-            for name in ("norm", "head", "mtp", "hc_head_fn", "hc_head_base", "hc_head_scale"):
-                delattr(model, name)
+        prune_to_stages(model, [i for stage in self.stages for i in self.layers_of[stage]], self.is_first, self.is_last)
         # Totals over the whole model, for each stage's share of the mean auxiliary losses.
         mtp_blocks = config.num_nextn_predict_layers
         self.learned_gates_total = config.num_hidden_layers - config.num_hash_layers + mtp_blocks
@@ -236,7 +243,7 @@ def build_pipeline(
     )
 
     parallel = train.parallel
-    pp, virtual = distributed.layout.pp, parallel.pp_virtual_stages
+    pp, virtual = distributed.dims.pp, parallel.pp_virtual_stages
     config = model.config
     num_stages = pp * virtual
     layers = dict(enumerate(stage_layers(config.num_hidden_layers, num_stages, parallel.noop_layer_slots)))

@@ -110,9 +110,9 @@ class Engine:
         self.schedule = schedule
         self.distributed = distributed
         self.compute_dtype = COMPUTE_DTYPES[train.dtype]
-        layout = distributed.layout
+        dims = distributed.dims
         self.pipeline = None
-        if layout.pp > 1:
+        if dims.pp > 1:
             from trex_cli.train.pipeline_parallel import build_pipeline
 
             self.pipeline, make_schedule = build_pipeline(
@@ -127,7 +127,7 @@ class Engine:
         self.optimizer = build_optimizer(self.model, train, schedule)
         self.scheduler = build_scheduler(self.optimizer, schedule)
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
-        self.replicas_of_data = layout.tp * layout.pp  # ranks that see the same micro-batches
+        self.replicas_of_data = dims.data_replicas  # ranks that see the same micro-batches
         self.bad_steps_in_a_row = 0
         self.skipped_steps = 0
 
@@ -141,7 +141,7 @@ class Engine:
     def _forward_backward(self, micro_batches: list[MicroBatch], global_targets: tuple[float, float]):
         """Plain (no pipeline) accumulation over this rank's micro-batches."""
         train, device = self.train, self.distributed.device
-        mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
+        mean_share = 1.0 / (len(micro_batches) * self.distributed.dims.dp)
         sums = {"lm": 0.0, "mtp": 0.0, "balance": 0.0, "kl": 0.0}
         seen = set()
         expert_load = None
@@ -180,7 +180,7 @@ class Engine:
         from trex_cli.train.pipeline_parallel import StageStatistics
 
         runner, device = self.pipeline, self.distributed.device
-        mean_share = 1.0 / (len(micro_batches) * self.distributed.layout.dp)
+        mean_share = 1.0 / (len(micro_batches) * self.distributed.dims.dp)
         runner.statistics = StageStatistics()
         for batch in micro_batches:
             runner.push(
@@ -200,7 +200,7 @@ class Engine:
         if runner.indexer_layers_total and self.train.indexer_kl_weight > 0:
             seen.add("kl")
         # each stage holds different parts of these: only tensor-parallel ranks repeat them
-        return sums, seen, statistics.expert_load, self.distributed.layout.tp
+        return sums, seen, statistics.expert_load, self.distributed.dims.tp
 
     def step(self, micro_batches: list[MicroBatch]) -> StepResult:
         train = self.train
@@ -216,7 +216,7 @@ class Engine:
                 ("mtp", train.mtp_loss_weight), ("balance", train.balance_loss_weight), ("kl", train.indexer_kl_weight),
             )
         )
-        grad_norm = float(global_grad_norm(self.parameters, self.distributed.world_size // self.distributed.layout.pp))
+        grad_norm = float(global_grad_norm(self.parameters, self.distributed.dims.ranks_per_stage))
         finite = math.isfinite(grad_norm) and math.isfinite(loss)
         if finite:
             self.bad_steps_in_a_row = 0
@@ -276,31 +276,26 @@ class Engine:
 
 
 def export_checkpoint(checkpoint: Path, config, target: Path, tokenizer_dir: Path | None) -> Path:
-    """Read a DCP checkpoint into one plain model in this process and write it in the official HF
-    layout (bf16). DCP reshards from any training layout (FSDP, TP, EP slices, pipeline stages)."""
+    """Write a DCP checkpoint in the official HF layout (bf16), one output file at a time: each file's
+    tensors are read from the checkpoint alone (DCP reads only the requested keys and reshards from any
+    training layout: FSDP, TP, EP slices, pipeline stages), so no process ever holds the whole model."""
     import torch.distributed.checkpoint as dcp
 
     from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
-    from trex_cli.models.deepseek_v4.state_dict_adapter import export_hf
+    from trex_cli.models.deepseek_v4.state_dict_adapter import export_hf_by_shard
 
     with torch.device("meta"):
-        plain = DeepseekV4ForCausalLM(config)
-    plain.to_empty(device="cpu")
-    state = plain.state_dict()
-    with warnings.catch_warnings():  # DCP warns that no_dist means one process: that is the intent here
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
-        dcp.load({"model": state}, checkpoint_id=str(checkpoint), no_dist=True)
-    plain.load_state_dict(state, strict=True)
-    _recompute_rope_tables(plain, config)  # non-persistent buffers are in no state dict
-    return export_hf(plain, target, tokenizer_dir=tokenizer_dir if tokenizer_dir and tokenizer_dir.is_dir() else None)
+        specs = DeepseekV4ForCausalLM(config).state_dict()
 
+    def read(names: list[str]) -> dict[str, torch.Tensor]:
+        state = {name: torch.empty_like(specs[name], device="cpu") for name in names}
+        with warnings.catch_warnings():  # DCP warns that no_dist means one process: that is the intent here
+            warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+            dcp.load({"model": state}, checkpoint_id=str(checkpoint), no_dist=True)
+        return state
 
-def _recompute_rope_tables(model, config) -> None:
-    from trex_cli.models.deepseek_v4.config import yarn_inv_freq
-
-    rope_dim = config.qk_rope_head_dim
-    model.inv_freq_main = yarn_inv_freq(rope_dim, config.rope_theta, None)
-    model.inv_freq_compress = yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn)
+    tokenizer = tokenizer_dir if tokenizer_dir and tokenizer_dir.is_dir() else None
+    return export_hf_by_shard(config, specs, read, target, tokenizer_dir=tokenizer)
 
 
 def run_training(job: TrainJob, distributed: Distributed) -> dict:
@@ -326,7 +321,7 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
             f"{config.vocab_size}; use a model with a larger vocabulary or rebuild the data"
         )
     accumulation = check_batch_sizes(
-        schedule.global_batch_size, schedule.micro_batch_size, distributed.layout.dp, f"[train.{job.stage}]"
+        schedule.global_batch_size, schedule.micro_batch_size, distributed.dims.dp, f"[train.{job.stage}]"
     )
     model = build_model(config, job.init_path, train.seed)
     engine = Engine(model, train, schedule, distributed, data.seq_len, accumulation)
@@ -352,7 +347,7 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
         out.print(
             f"train {job.stage}: {schedule.max_steps} steps, global batch {schedule.global_batch_size} x "
             f"{data.seq_len} tokens, {accumulation} micro-batch(es) of {schedule.micro_batch_size} per rank, "
-            f"layout {dataclasses.asdict(distributed.layout)}, {train.dtype} on {distributed.device.type}; "
+            f"layout {dataclasses.asdict(distributed.dims)}, {train.dtype} on {distributed.device.type}; "
             f"MFU against {peak_name}",
             highlight=False,
         )
@@ -362,7 +357,7 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
         for step in range(start_step, schedule.max_steps):
             batches = data.micro_batches(
                 step, schedule.global_batch_size, schedule.micro_batch_size,
-                distributed.dp_rank, distributed.layout.dp, train.seed,
+                distributed.dp_rank, distributed.dims.dp, train.seed,
             )
             started = time.perf_counter()
             lr = engine.scheduler.get_last_lr()[0]
@@ -407,6 +402,6 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
         "tokens": schedule.max_steps * tokens_per_step,
         "final_loss": result.loss if result is not None else None,
         "hf": str(hf_folder),
-        "layout": dataclasses.asdict(distributed.layout),
+        "layout": dataclasses.asdict(distributed.dims),
     }
     return summary

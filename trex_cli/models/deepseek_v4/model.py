@@ -466,12 +466,20 @@ class DeepseekV4ForCausalLM(nn.Module):
         self.mtp = nn.ModuleList(
             MTPBlock(config, config.num_hidden_layers + i) for i in range(config.num_nextn_predict_layers)
         )
-        rope_dim = config.qk_rope_head_dim
-        self.register_buffer("inv_freq_main", yarn_inv_freq(rope_dim, config.rope_theta, None), persistent=False)
-        self.register_buffer(
-            "inv_freq_compress", yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn), persistent=False
-        )
+        self.register_buffer("inv_freq_main", torch.empty(config.qk_rope_head_dim // 2), persistent=False)
+        self.register_buffer("inv_freq_compress", torch.empty(config.qk_rope_head_dim // 2), persistent=False)
+        self.init_computed_buffers()
         self.reset_parameters()
+
+    @torch.no_grad()
+    def init_computed_buffers(self) -> None:
+        """Fill the buffers computed from the config (the RoPE frequencies), which no checkpoint holds:
+        at construction, and again after a meta-device model is given storage (`to_empty`)."""
+        if self.inv_freq_main.device.type == "meta":
+            return
+        rope_dim, config = self.config.qk_rope_head_dim, self.config
+        self.inv_freq_main.copy_(yarn_inv_freq(rope_dim, config.rope_theta, None))
+        self.inv_freq_compress.copy_(yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn))
 
     # ---- initialisation --------------------------------------------------------------------------
     @torch.no_grad()

@@ -13,8 +13,10 @@ tensor per projection instead of one tensor per expert). So:
 
 `export_hf` writes the official layout in BF16 (float32 for the tensors V4 keeps in float32) with
 config.json, generation_config.json and the tokenizer: what transformers' AutoModelForCausalLM and
-the official tooling both load. `dequantize_checkpoint` turns an official FP8/FP4 folder into a BF16
-one in the same layout, one shard at a time (the input of MindSpeed-LLM's HF -> Megatron converter).
+the official tooling both load. `export_hf_by_shard` writes the same folder one file at a time from a
+reader of named tensors (a sharded training checkpoint), never holding the whole model.
+`dequantize_checkpoint` turns an official FP8/FP4 folder into a BF16 one in the same layout, one shard
+at a time (the input of MindSpeed-LLM's HF -> Megatron converter).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import os
 import re
 import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +126,7 @@ _RENAMES = [
 _COMPRESSOR_LEAVES = {"wkv.weight": "kv_proj.weight", "wgate.weight": "gate_proj.weight", "ape": "position_bias", "norm.weight": "kv_norm.weight"}
 
 
-def _official_to_transformers_name(name: str) -> str | None:
+def official_to_transformers_name(name: str) -> str | None:
     """The transformers name of one (non-expert) official tensor; None for MTP tensors."""
     if name.startswith("mtp."):
         return None
@@ -156,7 +159,7 @@ def to_transformers(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tens
             else:
                 gate_up.setdefault(target, {})[projection] = tensor
             continue
-        renamed = _official_to_transformers_name(name)
+        renamed = official_to_transformers_name(name)
         result[renamed if renamed is not None else name] = tensor
     for target, parts in gate_up.items():
         result[f"{target}.gate_up_proj"] = torch.cat([parts["w1"], parts["w3"]], dim=1)
@@ -174,7 +177,7 @@ def from_transformers(tensors: dict[str, torch.Tensor], config: DeepseekV4Config
     for name in names:
         if EXPERT_STACKED.match(name) or name.startswith("mtp."):
             continue
-        inverse[_official_to_transformers_name(name)] = name
+        inverse[official_to_transformers_name(name)] = name
     result: dict[str, torch.Tensor] = {}
     mtp_official = {}
     for name, tensor in tensors.items():
@@ -198,7 +201,7 @@ def from_transformers(tensors: dict[str, torch.Tensor], config: DeepseekV4Config
 # ---- folders -------------------------------------------------------------------------------------------
 
 
-def _safetensors_files(folder: Path) -> list[Path]:
+def safetensors_files(folder: Path) -> list[Path]:
     index = folder / INDEX_FILE
     if index.is_file():
         weight_map = json.loads(index.read_text()).get("weight_map")
@@ -217,7 +220,7 @@ def _safetensors_files(folder: Path) -> list[Path]:
 
 def read_tensors(folder: str | Path) -> dict[str, torch.Tensor]:
     tensors = {}
-    for file in _safetensors_files(Path(folder)):
+    for file in safetensors_files(Path(folder)):
         with safe_open(str(file), framework="pt") as handle:
             for key in handle.keys():
                 tensors[key] = handle.get_tensor(key)
@@ -296,26 +299,38 @@ def keep_float32(model: torch.nn.Module) -> torch.nn.Module:
 # ---- writing -------------------------------------------------------------------------------------------
 
 
-def _write_shards(tensors: dict[str, torch.Tensor], out_dir: Path, max_shard_bytes: int) -> None:
-    shards: list[dict[str, torch.Tensor]] = [{}]
+def _group_by_bytes(sizes: dict[str, int], max_shard_bytes: int) -> list[list[str]]:
+    """Names in sorted order, cut into runs of at most `max_shard_bytes` (one bigger tensor alone)."""
+    groups: list[list[str]] = [[]]
     size = 0
-    for name in sorted(tensors):
-        tensor = tensors[name].contiguous()
-        nbytes = tensor.numel() * tensor.element_size()
-        if shards[-1] and size + nbytes > max_shard_bytes:
-            shards.append({})
+    for name in sorted(sizes):
+        if groups[-1] and size + sizes[name] > max_shard_bytes:
+            groups.append([])
             size = 0
-        shards[-1][name] = tensor
-        size += nbytes
+        groups[-1].append(name)
+        size += sizes[name]
+    return groups
+
+
+def _write_grouped(groups: list[list[str]], produce: Callable[[list[str]], dict[str, torch.Tensor]], out_dir: Path) -> None:
+    """One safetensors file per group, holding what `produce(group)` returns, then the index; each
+    file's tensors are let go before the next group is produced."""
     weight_map, total = {}, 0
-    for number, shard in enumerate(shards, start=1):
-        file_name = f"model-{number:05d}-of-{len(shards):05d}.safetensors"
+    for number, names in enumerate(groups, start=1):
+        file_name = f"model-{number:05d}-of-{len(groups):05d}.safetensors"
+        shard = {name: tensor.contiguous() for name, tensor in produce(names).items()}
         save_file(shard, str(out_dir / file_name), metadata={"format": "pt"})
         for name, tensor in shard.items():
             weight_map[name] = file_name
             total += tensor.numel() * tensor.element_size()
+        del shard
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (out_dir / INDEX_FILE).write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+
+def _write_shards(tensors: dict[str, torch.Tensor], out_dir: Path, max_shard_bytes: int) -> None:
+    sizes = {name: tensor.numel() * tensor.element_size() for name, tensor in tensors.items()}
+    _write_grouped(_group_by_bytes(sizes, max_shard_bytes), lambda names: {n: tensors[n] for n in names}, out_dir)
 
 
 def _write_configs(config: DeepseekV4Config, out_dir: Path, dtype: torch.dtype, quantized: bool = False) -> None:
@@ -354,13 +369,38 @@ def export_hf(
 ) -> Path:
     """Write `model` as an official-layout folder: sharded safetensors + index, config.json,
     generation_config.json and the tokenizer files of `tokenizer_dir`."""
+    state = model.state_dict()
+    return export_hf_by_shard(
+        model.config, state, lambda names: {n: state[n].detach().cpu() for n in names}, out_dir,
+        tokenizer_dir=tokenizer_dir, dtype=dtype, max_shard_bytes=max_shard_bytes,
+    )
+
+
+def export_hf_by_shard(
+    config: DeepseekV4Config,
+    specs: dict[str, torch.Tensor],
+    read: Callable[[list[str]], dict[str, torch.Tensor]],
+    out_dir: str | Path,
+    tokenizer_dir: str | Path | None = None,
+    dtype: torch.dtype = torch.bfloat16,
+    max_shard_bytes: int = 4 << 30,
+) -> Path:
+    """`export_hf` one output file at a time, for models no process can hold whole: `specs` gives every
+    trex tensor's shape and dtype (meta tensors will do), `read(names)` returns just those tensors,
+    and each file is converted, written and let go before the next is read. A stacked expert tensor
+    stays in one file (unstacked there into its per-expert tensors)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    state = {n: t.detach().cpu() for n, t in model.state_dict().items()}
-    official = to_official(state)
-    official = {n: t.to(_storage_dtype(n, t, dtype)) for n, t in official.items()}
-    _write_shards(official, out_dir, max_shard_bytes)
-    _write_configs(model.config, out_dir, dtype)
+    sizes = {
+        name: spec.numel() * torch.empty((), dtype=_storage_dtype(name, spec, dtype)).element_size()
+        for name, spec in specs.items()
+    }
+
+    def convert(names: list[str]) -> dict[str, torch.Tensor]:
+        return {n: t.to(_storage_dtype(n, t, dtype)) for n, t in to_official(read(names)).items()}
+
+    _write_grouped(_group_by_bytes(sizes, max_shard_bytes), convert, out_dir)
+    _write_configs(config, out_dir, dtype)
     _copy_tokenizer(tokenizer_dir, out_dir)
     return out_dir
 
