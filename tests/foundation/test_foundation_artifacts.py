@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from trex_cli.artifacts import MANIFEST, StageConflict, StageFolder, StageState, read_manifest, write_json_atomic
+from trex_cli.artifacts import (
+    MANIFEST,
+    StageConflict,
+    StageFolder,
+    StageState,
+    read_manifest,
+    write_json_atomic,
+)
 
 
 def test_fresh_then_done_then_force(tmp_path):
