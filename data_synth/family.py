@@ -21,6 +21,9 @@ A family describes one kind of OR problem (production mix, transportation, ...).
   `scenarios` (industries and wordings) and each representation: "text" (numbers in the prose),
   "table" (Markdown tables), "file" (the data is in an attached `data.json`; use `describe_data_file`).
 - `formulation(data)`: the mathematical model in Markdown with LaTeX.
+- optionally `phrasings`: `data_synth.statements.Phrasing` rewrite rules for the family's own fixed
+  sentences, with disjoint training and eval wordings; the pipeline re-dresses every rendered statement
+  with a statement skeleton (`data_synth.statements`), so `render_statement` states the facts once.
 - optionally `make_infeasible(data, rng)`: a deliberately infeasible variant of an instance.
 """
 
@@ -80,6 +83,7 @@ class ProblemFamily(abc.ABC):
     sense: str = "min"  # "min" or "max"
     scenarios: tuple[Scenario, ...] = ()
     domains: dict[str, str] = {}
+    phrasings: tuple = ()  # data_synth.statements.Phrasing rules for this family's fixed sentences
     model_code: str = ""
     # key -> meaning (with units), for the "file" representation and the CPT document
     data_fields: dict[str, str] = {}

@@ -1,10 +1,13 @@
 """Synthesis, the library behind `trex synth`: sample, verify, render, write; deterministic and resumable.
 
 Candidates are numbered per split ("train", "eval"); candidate `i` of a split draws everything (family,
-difficulty, scenario, instance, infeasible or not, representation, answer style) from its own random
-generator seeded by (split, seed, i), so any worker, in any order, makes the same candidate, and the
-eval split is a disjoint stream. Workers verify candidates (data_synth.verify); the main process takes
-the results in index order, drops duplicate statements (the first one wins), and keeps the first `n`
+difficulty, scenario, instance, infeasible or not, representation, answer style, statement skeleton) from
+its own random generator seeded by (split, seed, i), so any worker, in any order, makes the same
+candidate, and the eval split is a disjoint stream. Its statements are held out by wording too: each
+split draws skeletons from its own openings, phrasings, distractors and layouts (`data_synth.statements`),
+and the summary reports the eval/train 13-gram overlap that is left. Workers verify candidates
+(data_synth.verify); the main process takes the results in index order, drops duplicate statements (the
+first one wins), and keeps the first `n`
 verified problems.
 
 Candidates are processed in blocks of `block_size`. A finished block's files (problem records, CPT
@@ -42,6 +45,7 @@ from data_synth.render import (
     render_program,
     sft_sample,
 )
+from data_synth.statements import Skeleton, apply_skeleton, draw_skeleton, entity_names, overlap_report
 
 SPLITS = ("train", "eval")
 ANSWER_STYLES = ("model", "model_program", "program")
@@ -111,6 +115,8 @@ class Candidate:
     infeasible: bool
     representation: str
     answer_style: str
+    skeleton: Skeleton
+    distractor_seed: int
 
     @property
     def id(self) -> str:
@@ -138,8 +144,18 @@ def make_candidate(config: SynthConfig, split: str, index: int,
             data, infeasible = variant, True
     representation = _weighted(rng, config.representations, REPRESENTATIONS)
     answer_style = _weighted(rng, config.answer_styles, ANSWER_STYLES)
+    skeleton = draw_skeleton(rng, split)
     return Candidate(split, index, config.seed, family, difficulty, scenario, data, infeasible,
-                     representation, answer_style)
+                     representation, answer_style, skeleton, rng.getrandbits(32))
+
+
+def candidate_statement(candidate: Candidate) -> str:
+    """The family's rendering of the candidate, re-dressed by its statement skeleton."""
+    family = candidate.family
+    rendered = family.render_statement(candidate.data, candidate.scenario, candidate.representation)
+    return apply_skeleton(rendered, candidate.skeleton, candidate.scenario.industry,
+                          random.Random(candidate.distractor_seed), family.phrasings,
+                          entity_names(candidate.data))
 
 
 def statement_hash(record: dict) -> str:
@@ -221,7 +237,7 @@ def process_candidate(task: tuple[str, int]) -> dict:
     family, data = candidate.family, candidate.data
     reject_base = {"id": candidate.id, "family": family.name, "difficulty": candidate.difficulty}
     try:
-        statement = family.render_statement(data, candidate.scenario, candidate.representation)
+        statement = candidate_statement(candidate)
         formulation = family.formulation(data)
         program = render_program(family, data, candidate.representation)
     except Exception as error:
@@ -261,6 +277,7 @@ def process_candidate(task: tuple[str, int]) -> dict:
         "sense": family.sense,
         "difficulty": candidate.difficulty,
         "scenario": candidate.scenario.key,
+        "skeleton": candidate.skeleton.key,
         "industry": candidate.scenario.industry,
         "representation": candidate.representation,
         "answer_style": candidate.answer_style,
@@ -486,6 +503,7 @@ def _finish(out: Path, per_family: dict, timing: Counter, teacher: Counter, wall
     write_text_atomic(out / "eval" / "test.jsonl", _jsonl([eval_item(r) for r in eval_records]))
 
     train_count = sum(len(_read_jsonl(p)) for p in sorted((out / "problems").glob("shard-*.jsonl")))
+    overlap = split_overlap(out, eval_records)
     reasons = Counter(row["reason"] for row in rejects_rows)
     families_table = {name: dict(sorted(counter.items())) for name, counter in sorted(per_family.items())}
     counts = {
@@ -505,6 +523,15 @@ def _finish(out: Path, per_family: dict, timing: Counter, teacher: Counter, wall
                      "verified_per_s": round(verified_new / wall, 3) if wall > 0 else None,
                      "worker_seconds": {k: round(v, 3) for k, v in sorted(timing.items())}},
         "teacher": dict(teacher),
+        "overlap": overlap,
     }
     write_json_atomic(out / "summary.json", summary)
     return SynthResult(out, counts, families_table, summary)
+
+
+def split_overlap(out: Path, eval_records: list[dict]) -> dict:
+    """The eval/train 13-gram overlap (`data_synth.statements.overlap_report`): every message of the
+    training SFT samples against the eval questions (`en_question`, what decontamination reads)."""
+    train_texts = (" ".join(message["content"] for message in sample["messages"])
+                   for path in sorted((out / "sft").glob("shard-*.jsonl")) for sample in _read_jsonl(path))
+    return overlap_report(train_texts, [record["statement"] for record in eval_records])

@@ -109,3 +109,9 @@ def synth(
               f"{synthesis.counts['eval_items']} eval items; {synthesis.counts['rejects']} rejects "
               f"({', '.join(f'{k} {v}' for k, v in reasons.items()) or 'none'}); "
               f"{this_run.get('verified_per_s') or 0:.1f} verified problems/s; wrote {result.folder}")
+    overlap = synthesis.summary.get("overlap")
+    if overlap:
+        out.print(f"eval/train {overlap['n']}-gram overlap: {overlap['eval_ngram_share_in_train']:.1%} of eval n-grams "
+                  f"occur in training ({overlap['eval_items_sharing_an_ngram']:.0%} of eval items and "
+                  f"{overlap['train_texts_sharing_an_ngram']:.0%} of training samples share one); skeletons per "
+                  f"family: python -m data_synth.stats {result.folder}")
