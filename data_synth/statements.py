@@ -305,7 +305,7 @@ def table_text(header: list[str], rows: list[list[str]], layout: str) -> str:
         return _markdown([columns[0][0], *[row[0] for row in rows]],
                          [[columns[0][c], *[row[c] for row in rows]] for c in range(1, len(header))])
     if layout == "records":
-        lines = []
+        lines = [f"{header[0]}, row by row:"]
         for row in rows:
             values = [f"{name} {value}" for name, value in zip(header[1:], row[1:], strict=True) if value != ""]
             lines.append(f"- {row[0]}: " + "; ".join(values))
@@ -407,14 +407,9 @@ def masked_skeleton(statement: str, names: Iterable[str]) -> str:
         text = re.sub(r"(?<!\w)" + re.escape(name) + r"(?!\w)", "<N>", text)
     text = re.sub(r"\$?-?\d+(?:\.\d+)?(?:e-?\d+)?%?", "<#>", text)
     text = re.sub(r"<N>(?:(?:,\s*|\s+)(?:and\s+|or\s+)?<N>)+", "<N>", text)
-    segments = re.split(r"(\n|;\s*|,\s*)", text)
-    collapsed: list[str] = []
-    for segment in segments:
-        if len(collapsed) >= 2 and segment == collapsed[-2] and segment.strip(",; \n"):
-            collapsed.pop()  # the separator before a repeated segment
-            continue
-        collapsed.append(segment)
-    return "".join(collapsed)
+    # a listing: the same masked clause repeated with separators ("<N> needs <#>; <N> needs <#>")
+    text = re.sub(r"([^,;:\n.?]*<[N#]>[^,;:\n.?]*)(?:(?:[,;] (?:and )?| and )\1)+", r"\1", text)
+    return re.sub(r"(\n[^\n]*<[N#]>[^\n]*)(?:\1)+", r"\1", text)  # table rows and bullets
 
 
 def entity_names(data: dict) -> set[str]:

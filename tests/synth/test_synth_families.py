@@ -16,6 +16,7 @@ from data_synth.families import all_families
 from data_synth.family import DIFFICULTIES, DOMAINS, REPRESENTATIONS, fmt
 from data_synth.render import program_data, render_program
 from data_synth.runner import ProgramRunner
+from data_synth.statements import SPLIT_NAMES, apply_skeleton, draw_skeleton, entity_names
 from data_synth.verify import verify_instance
 
 FAMILIES = sorted(all_families())
@@ -79,6 +80,31 @@ def test_family_contract(name):
             missing = sorted({fmt(n) for n in numbers_in(data) if not appears(n, statements[representation])})
             assert not missing, f"{representation} statement lacks instance numbers {missing[:10]}"
         assert "$" in family.formulation(data)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_family_statement_skeletons_keep_every_number_and_name(name):
+    """Every skeleton of either split re-dresses the statement without losing an instance number or an
+    entity name (the program reads the names verbatim)."""
+    family = all_families()[name]
+    rng, scenario, data = instance(family, 1, "small")
+    names = entity_names(data)
+    for split in SPLIT_NAMES:
+        for draw in range(12):
+            skeleton = draw_skeleton(random.Random(f"{split}:{draw}"), split)
+            for representation in ("text", "table"):
+                rendered = family.render_statement(data, scenario, representation)
+                statement = apply_skeleton(rendered, skeleton, scenario.industry, random.Random(draw),
+                                           family.phrasings, names)
+                missing = sorted({fmt(n) for n in numbers_in(data) if not appears(n, statement)})
+                assert not missing, f"{skeleton.key} ({representation}) lost numbers {missing[:10]}"
+                lost = sorted(n for n in names if n in rendered and n not in statement)
+                assert not lost, f"{skeleton.key} ({representation}) lost names {lost[:10]}"
+            rendered = family.render_statement(data, scenario, "file")
+            statement = apply_skeleton(rendered, skeleton, scenario.industry, random.Random(draw),
+                                       family.phrasings, names)
+            keys = [key for key in family.data_fields if f"`{key}`" in rendered]
+            assert keys and all(f"`{key}`" in statement for key in keys), skeleton.key
 
 
 @pytest.mark.parametrize("name", FAMILIES)

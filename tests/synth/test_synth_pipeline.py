@@ -91,6 +91,18 @@ def test_eval_split_is_disjoint_and_runnable(reference):
             float(item["en_answer"])
 
 
+def test_eval_statements_use_held_out_skeletons_and_the_overlap_is_reported(reference):
+    train = [r for p in sorted((reference / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
+    evaluation = [r for p in sorted((reference / "eval" / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
+    assert all(r["skeleton"].startswith("open:t") for r in train)
+    assert all(r["skeleton"].startswith("open:e") for r in evaluation)
+    assert not {r["skeleton"] for r in train} & {r["skeleton"] for r in evaluation}
+    overlap = json.loads((reference / "summary.json").read_text())["overlap"]
+    manifest = json.loads((reference / "manifest.json").read_text())
+    assert manifest["overlap"] == overlap and overlap["n"] == 13 and overlap["eval_ngrams"] > 0
+    assert 0.0 <= overlap["eval_ngram_share_in_train"] <= 0.05
+
+
 def test_programs_run_standalone_with_python(reference, tmp_path):
     """`python program.py` in a folder with data.json prints the recorded objective (fresh interpreter)."""
     records = [r for p in sorted((reference / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
