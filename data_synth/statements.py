@@ -195,9 +195,10 @@ def apply_skeleton(statement: str, skeleton: Skeleton, industry: str, rng: rando
     """`statement` (a family's rendering) re-dressed by `skeleton`; `rng` draws only the distractor's
     number. `phrasings` are the family's own rules, tried before the generic ones; `names` (the
     instance's entity names, which its program uses) are kept verbatim."""
-    text = relayout_tables(statement, skeleton.layout)
+    # rephrase first, so that table headers are reworded before a layout puts them in a code block
+    text = rephrase(statement, skeleton.split, skeleton.phrasing, list(phrasings) + list(GENERIC_PHRASINGS), names)
+    text = relayout_tables(text, skeleton.layout)
     text = relayout_fields(text, skeleton.fields)
-    text = rephrase(text, skeleton.split, skeleton.phrasing, list(phrasings) + list(GENERIC_PHRASINGS), names)
     opening = OPENINGS[skeleton.split][skeleton.opening].format(industry=industry)
     distractor = DISTRACTORS[skeleton.split][skeleton.distractor].format(industry=industry,
                                                                           number=rng.randint(3, 40))

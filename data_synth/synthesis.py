@@ -39,9 +39,11 @@ from data_synth.config import SynthConfig
 from data_synth.family import DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
 from data_synth.files import write_json_atomic, write_text_atomic
 from data_synth.render import (
+    ProgramStyle,
     cpt_document,
     eval_item,
     program_data,
+    program_styles,
     render_program,
     sft_sample,
 )
@@ -117,6 +119,7 @@ class Candidate:
     answer_style: str
     skeleton: Skeleton
     distractor_seed: int
+    program_style: ProgramStyle
 
     @property
     def id(self) -> str:
@@ -145,8 +148,10 @@ def make_candidate(config: SynthConfig, split: str, index: int,
     representation = _weighted(rng, config.representations, REPRESENTATIONS)
     answer_style = _weighted(rng, config.answer_styles, ANSWER_STYLES)
     skeleton = draw_skeleton(rng, split)
+    distractor_seed = rng.getrandbits(32)
+    program_style = rng.choice(program_styles(family))
     return Candidate(split, index, config.seed, family, difficulty, scenario, data, infeasible,
-                     representation, answer_style, skeleton, rng.getrandbits(32))
+                     representation, answer_style, skeleton, distractor_seed, program_style)
 
 
 def candidate_statement(candidate: Candidate) -> str:
@@ -239,7 +244,7 @@ def process_candidate(task: tuple[str, int]) -> dict:
     try:
         statement = candidate_statement(candidate)
         formulation = family.formulation(data)
-        program = render_program(family, data, candidate.representation)
+        program = render_program(family, data, candidate.representation, candidate.program_style)
     except Exception as error:
         return {"index": index, "seconds": {"total": time.perf_counter() - started},
                 "reject": {**reject_base, "reason": "render_error", "detail": f"{type(error).__name__}: {error}"}}
@@ -278,6 +283,7 @@ def process_candidate(task: tuple[str, int]) -> dict:
         "difficulty": candidate.difficulty,
         "scenario": candidate.scenario.key,
         "skeleton": candidate.skeleton.key,
+        "program_style": candidate.program_style.key,
         "industry": candidate.scenario.industry,
         "representation": candidate.representation,
         "answer_style": candidate.answer_style,

@@ -16,6 +16,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("beverages", "beverage distribution", {
@@ -51,6 +52,23 @@ class Transportation(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"ship": "nonnegative"}
+    # the family's fixed sentences, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"\bSupplies:", ("Supplies:", "Supply limits:"), ("Capacities of the sources:", "Availability:")),
+        Phrasing(r"\bDemands:", ("Demands:", "Requirements:"), ("Orders to fill:", "Quantities needed:")),
+        Phrasing(r"\bcan ship at most\b", ("can ship at most", "can send no more than"),
+                 ("has capacity for", "is able to dispatch up to")),
+        Phrasing(r"\bShipping one\b", ("Shipping one", "Sending one"), ("Moving one", "Transporting one")),
+        Phrasing(r"Fractional amounts are allowed\.", ("Fractional amounts are allowed.", "Shipments may be fractional."),
+                 ("Quantities need not be whole numbers.", "Non-integer amounts are acceptable.")),
+        Phrasing(r"Unit shipping costs, supplies and demands",
+                 ("Unit shipping costs, supplies and demands",),
+                 ("Per-unit transport costs together with supplies and requirements",)),
+        Phrasing(r"\bsupplies\b(?= [A-Z])", ("supplies",), ("serves",)),
+        Phrasing(r"Each source has a limited supply, each destination a demand, and every route a cost per",
+                 ("Each source has a limited supply, each destination a demand, and every route a cost per",),
+                 ("Sources are limited, destinations have requirements, and a route is priced by the",)),
+    )
     data_fields = {
         "sources": "list of source names",
         "destinations": "list of destination names",

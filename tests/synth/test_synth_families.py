@@ -14,7 +14,7 @@ import pytest
 
 from data_synth.families import all_families
 from data_synth.family import DIFFICULTIES, DOMAINS, REPRESENTATIONS, fmt
-from data_synth.render import program_data, render_program
+from data_synth.render import plain_sets, program_data, program_styles, render_program
 from data_synth.runner import ProgramRunner
 from data_synth.statements import SPLIT_NAMES, apply_skeleton, draw_skeleton, entity_names
 from data_synth.verify import verify_instance
@@ -105,6 +105,40 @@ def test_family_statement_skeletons_keep_every_number_and_name(name):
                                        family.phrasings, names)
             keys = [key for key in family.data_fields if f"`{key}`" in rendered]
             assert keys and all(f"`{key}`" in statement for key in keys), skeleton.key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_program_style_verifies(name, runner):
+    """Each program style of the family (at least 4) runs in the sandbox to the objective the other checks
+    find, feasible and (when the family has one) infeasible; the plain style really drops the Sets."""
+    family = all_families()[name]
+    styles = program_styles(family)
+    assert len({style.key for style in styles}) >= 4
+    _, _, data = instance(family, 2, "small")
+    cases = [(data, False)]
+    variant = family.make_infeasible(data, random.Random(3))
+    if variant is not None:
+        cases.append((variant, True))
+    for style in styles:
+        for case, infeasible in cases:
+            program = render_program(family, case, "text", style)
+            if style.sets == "plain":
+                assert "pyo.Set(initialize=data" not in program
+            assert ("def build_model(data):" in program) == (style.builder == "function")
+            result = verify_instance(family, case, program, None, runner, expect_infeasible=infeasible)
+            checks = {check.name: check for check in result.checks}
+            assert "program_agrees" in checks and checks["program_agrees"].passed, f"{style.key}: {checks}"
+
+
+def test_plain_sets_replaces_only_simple_sets():
+    code = ('model.I = pyo.Set(initialize=data["items"])\nmodel.A = pyo.Set(initialize=arcs, dimen=2)\n'
+            'model.x = pyo.Var(model.I, model.A)\nmodel.c = pyo.Constraint(expr=sum(model.x[i, a] for i in model.I '
+            'for a in model.A) <= model.Ilimit)\n')
+    assert plain_sets(code) == ('model.A = pyo.Set(initialize=arcs, dimen=2)\nmodel.x = pyo.Var(data["items"], '
+                                'model.A)\nmodel.c = pyo.Constraint(expr=sum(model.x[i, a] for i in data["items"] '
+                                'for a in model.A) <= model.Ilimit)\n')
+    assert plain_sets("model.x = pyo.Var(range(3))\n") is None
 
 
 @pytest.mark.parametrize("name", FAMILIES)
