@@ -264,6 +264,8 @@ def sft_sample(record: dict, answer_style: str) -> dict:
         answer = f"{record['formulation']}\n\n{program_block}"
     return {
         "id": f"{record['id']}-{answer_style}",
+        "source_id": record["id"],  # the problem record it renders
+        "instance": record["instance"],  # the instance hash: two samples of one instance are one problem
         "family": record["family"],
         "representation": record["representation"],
         "answer_style": answer_style,

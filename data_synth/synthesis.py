@@ -6,8 +6,8 @@ its own random generator seeded by (split, seed, i), so any worker, in any order
 candidate, and the eval split is a disjoint stream. Its statements are held out by wording too: each
 split draws skeletons from its own openings, phrasings, distractors and layouts (`data_synth.statements`),
 and the summary reports the eval/train 13-gram overlap that is left. Workers verify candidates
-(data_synth.verify); the main process takes the results in index order, drops duplicate statements (the
-first one wins), and keeps the first `n`
+(data_synth.verify); the main process takes the results in index order, drops duplicate instances (the
+first one wins, whatever the wording), and keeps the first `n`
 verified problems.
 
 Candidates are processed in blocks of `block_size`. A finished block's files (problem records, CPT
@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import random
-import re
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable
@@ -71,6 +70,14 @@ def check_config(config: SynthConfig, where: str = "[synth]") -> None:
             raise ValueError(f"{where}.{key}: unknown keys {', '.join(unknown)}; use {', '.join(allowed)}")
         if any(value < 0 for value in weights.values()) or sum(weights.values()) <= 0:
             raise ValueError(f"{where}.{key}: weights must be >= 0 with a positive sum, got {weights}")
+    all_styles = {style.key for family in available.values() for style in program_styles(family)}
+    unknown = [key for key in config.program_styles if key not in all_styles]
+    if unknown:
+        raise ValueError(f"{where}.program_styles: unknown styles {', '.join(unknown)}; use {', '.join(sorted(all_styles))}")
+    for family in split_families(config, "eval"):
+        if not family_styles(config, family):
+            raise ValueError(f"{where}.program_styles: {family.name} has none of {', '.join(config.program_styles)}; "
+                             f"it has {', '.join(style.key for style in program_styles(family))}")
     if config.n < 0 or config.eval_n < 0:
         raise ValueError(f"{where}.n and eval_n must be >= 0")
     if not 0.0 <= config.infeasible_share <= 1.0:
@@ -93,6 +100,12 @@ def split_families(config: SynthConfig, split: str) -> list[ProblemFamily]:
     if split == "train":
         names = [name for name in names if name not in set(config.holdout_families)]
     return [families[name] for name in sorted(names)]
+
+
+def family_styles(config: SynthConfig, family: ProblemFamily) -> list[ProgramStyle]:
+    """The program styles a family's answers are written in under `config`."""
+    styles = program_styles(family)
+    return [style for style in styles if style.key in config.program_styles] if config.program_styles else styles
 
 
 def fingerprint_config(config: SynthConfig) -> dict:
@@ -149,7 +162,7 @@ def make_candidate(config: SynthConfig, split: str, index: int,
     answer_style = _weighted(rng, config.answer_styles, ANSWER_STYLES)
     skeleton = draw_skeleton(rng, split)
     distractor_seed = rng.getrandbits(32)
-    program_style = rng.choice(program_styles(family))
+    program_style = rng.choice(family_styles(config, family))
     return Candidate(split, index, config.seed, family, difficulty, scenario, data, infeasible,
                      representation, answer_style, skeleton, distractor_seed, program_style)
 
@@ -163,14 +176,11 @@ def candidate_statement(candidate: Candidate) -> str:
                           entity_names(candidate.data))
 
 
-def statement_hash(record: dict) -> str:
-    """Hash of the problem as posed (the duplicate check): the statement lower-cased with whitespace
-    collapsed, plus the attached data.json for the "file" representation, whose statement alone is the
-    same for every instance of a scenario."""
-    normalized = re.sub(r"\s+", " ", record["statement"].strip().lower())
-    if record.get("data") is not None:
-        normalized += "\n" + json.dumps(record["data"], sort_keys=True)
-    return hashlib.sha256(normalized.encode()).hexdigest()
+def instance_hash(family: str, parameters: dict) -> str:
+    """Hash of the problem itself (the duplicate check): the family and its instance, whatever the
+    wording. Two statements of one instance are one problem; two instances of one skeleton are two."""
+    canonical = json.dumps({"family": family, "parameters": parameters}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _index_key(index) -> str:
@@ -289,6 +299,7 @@ def process_candidate(task: tuple[str, int]) -> dict:
         "answer_style": candidate.answer_style,
         "seed": config.seed,
         "index": index,
+        "instance": instance_hash(family.name, data),
         "parameters": data,
         "statement": statement,
         "statement_source": statement_source,
@@ -306,7 +317,7 @@ def process_candidate(task: tuple[str, int]) -> dict:
         },
     }
     matrix = verification.matrix
-    cpt = {"id": candidate.id, "family": family.name,
+    cpt = {"id": candidate.id, "source_id": candidate.id, "instance": record["instance"], "family": family.name,
            "text": cpt_document(record, family, candidate.scenario, verification.x,
                                 matrix.row_duals if matrix else {}, matrix.reduced_costs if matrix else {})}
     sft = sft_sample(record, candidate.answer_style)
@@ -428,7 +439,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                     rejects = _read_jsonl(paths["rejects"])
                     if len(records) != marker["kept"]:
                         raise ValueError(f"{paths['problems']} does not match its marker; rerun with --force")
-                    seen_hashes.update(statement_hash(r) for r in records)
+                    seen_hashes.update(r["instance"] for r in records)
                 else:
                     if executor is None:
                         executor = _Executor(config)
@@ -443,16 +454,16 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                             rejects.append(result["reject"])
                         else:
                             record = result["record"]
-                            digest = statement_hash(record)
+                            digest = record["instance"]
                             if digest in seen_hashes:
                                 rejects.append({"id": record["id"], "family": record["family"],
-                                                "difficulty": record["difficulty"], "reason": "duplicate_statement",
-                                                "detail": "the same problem (normalized statement and data) was kept before"})
+                                                "difficulty": record["difficulty"], "reason": "duplicate_instance",
+                                                "detail": "the same instance of the family was kept before"})
                             else:
                                 seen_hashes.add(digest)
                                 for check in record["verification"]:
                                     if check["name"] == "quality":
-                                        check["detail"] += "; statement unique"
+                                        check["detail"] += "; instance unique"
                                 records.append(record)
                                 cpts.append(result["cpt"])
                                 sfts.append(result["sft"])

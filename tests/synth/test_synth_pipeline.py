@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from data_synth.config import SynthConfig
-from data_synth.synthesis import statement_hash
 from trex_cli.stages.synth import run_synth_stage as run_synth
 
 FAST_FAMILIES = ["diet_blending", "knapsack_01", "min_cost_flow", "production_mix", "transportation"]
@@ -77,11 +76,12 @@ def test_outputs_follow_the_folder_format(reference):
 def test_eval_split_is_disjoint_and_runnable(reference):
     items = read_jsonl(reference / "eval" / "test.jsonl")
     assert len(items) == 6
-    train = {statement_hash(r) for p in (reference / "problems").glob("*.jsonl") for r in read_jsonl(p)}
+    train = {r["instance"] for p in (reference / "problems").glob("*.jsonl") for r in read_jsonl(p)}
     evaluation = [r for p in sorted((reference / "eval" / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
     assert [r["id"] for r in evaluation] == [i["id"] for i in items]
     assert all(r["split"] == "eval" for r in evaluation)
-    assert not train & {statement_hash(r) for r in evaluation}, "no eval problem repeats a training problem"
+    assert len(train) == 24, "every training record is a distinct instance"
+    assert not train & {r["instance"] for r in evaluation}, "no eval problem repeats a training instance"
     for item in items:
         assert set(item) >= {"id", "en_question", "en_answer", "family", "difficulty", "representation",
                              "data_file", "reference_program"}
@@ -95,6 +95,10 @@ def test_eval_statements_use_held_out_skeletons_and_the_overlap_is_reported(refe
     train = [r for p in sorted((reference / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
     evaluation = [r for p in sorted((reference / "eval" / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
     assert all(r["skeleton"].startswith("open:t") for r in train)
+    assert len({r["program_style"] for r in train}) >= 4, "answers are written in several program styles"
+    samples = [s for p in sorted((reference / "sft").glob("*.jsonl")) for s in read_jsonl(p)]
+    by_id = {r["id"]: r for r in train}
+    assert all(by_id[s["source_id"]]["instance"] == s["instance"] for s in samples)
     assert all(r["skeleton"].startswith("open:e") for r in evaluation)
     assert not {r["skeleton"] for r in train} & {r["skeleton"] for r in evaluation}
     overlap = json.loads((reference / "summary.json").read_text())["overlap"]
@@ -174,6 +178,19 @@ def test_bad_settings_name_the_key():
         run_synth(config(families=["no_such_family"]), Path("/nonexistent/never-created"))
     with pytest.raises(ValueError, match="difficulty"):
         run_synth(config(difficulty={"huge": 1.0}), Path("/nonexistent/never-created"))
+    with pytest.raises(ValueError, match=r"program_styles: unknown styles sets:fancy"):
+        run_synth(config(program_styles=["sets:fancy"]), Path("/nonexistent/never-created"))
+    with pytest.raises(ValueError, match=r"program_styles: min_cost_flow has none of sets:plain"):
+        run_synth(config(program_styles=["sets:plain/builder:module/footer:check"]), Path("/nonexistent/never-created"))
+
+
+def test_program_styles_pin_the_answer_style(tmp_path):
+    pinned = "sets:plain/builder:function/footer:check"
+    out = tmp_path / "pinned"
+    run_synth(config(n=4, eval_n=1, families=["knapsack_01"], program_styles=[pinned]), out)
+    records = [r for p in sorted((out / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
+    assert len(records) == 4 and {r["program_style"] for r in records} == {pinned}
+    assert all("def build_model(data):" in r["program"] and "pyo.Set(" not in r["program"] for r in records)
 
 
 def test_eval_synth_prompt_is_the_program_sft_prompt(reference):
