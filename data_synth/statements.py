@@ -47,6 +47,9 @@ class Phrasing:
     eval: tuple[str, ...]
 
     def __post_init__(self) -> None:
+        if re.compile(self.pattern).groups:
+            raise ValueError(f"phrasing {self.pattern!r} has a capturing group; use (?:...), the rules are "
+                             "combined into one pattern")
         if not self.train or not self.eval:
             raise ValueError(f"phrasing {self.pattern!r} needs at least one alternative per split")
         shared = set(self.train) & set(self.eval)

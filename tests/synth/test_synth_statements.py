@@ -38,6 +38,8 @@ TABLE = "Costs:\n\n| plant | Berlin | Paris |\n|---|---|---|\n| North | 4 | 7.5 
 def test_a_wording_cannot_belong_to_both_splits():
     with pytest.raises(ValueError, match="in both splits"):
         Phrasing(r"\bat most\b", ("at most", "up to"), ("up to",))
+    with pytest.raises(ValueError, match="capturing group"):
+        Phrasing(r"\bexactly (\d+)\b", ("exactly",), ("precisely",))
     with pytest.raises(ValueError, match="at least one alternative"):
         Phrasing(r"\bx\b", ("x",), ())
 
