@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_synth.config import SynthConfig
-from data_synth.family import DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
+from data_synth.family import ALL_DIFFICULTIES, DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
 from data_synth.files import write_json_atomic, write_text_atomic
 from data_synth.render import (
     ProgramStyle,
@@ -62,7 +62,7 @@ def check_config(config: SynthConfig, where: str = "[synth]") -> None:
         if unknown:
             raise ValueError(f"{where}.{key}: unknown families {', '.join(unknown)}; available: "
                              f"{', '.join(available)}")
-    for key, allowed in (("difficulty", DIFFICULTIES), ("representations", REPRESENTATIONS),
+    for key, allowed in (("difficulty", ALL_DIFFICULTIES), ("representations", REPRESENTATIONS),
                          ("answer_styles", ANSWER_STYLES)):
         weights = getattr(config, key)
         unknown = [name for name in weights if name not in allowed]
@@ -70,6 +70,13 @@ def check_config(config: SynthConfig, where: str = "[synth]") -> None:
             raise ValueError(f"{where}.{key}: unknown keys {', '.join(unknown)}; use {', '.join(allowed)}")
         if any(value < 0 for value in weights.values()) or sum(weights.values()) <= 0:
             raise ValueError(f"{where}.{key}: weights must be >= 0 with a positive sum, got {weights}")
+    lacking = [family.name for family in split_families(config, "eval")
+               if not any(config.difficulty.get(name, 0) > 0 for name in family_difficulties(family))]
+    if lacking:
+        scaling = [name for name, family in available.items() if family.industrial]
+        raise ValueError(f"{where}.difficulty: {', '.join(lacking)} have no industrial size and no other difficulty "
+                         f"is asked for; give small/medium/large a weight too, or choose families that scale: "
+                         f"{', '.join(scaling)}")
     all_styles = {style.key for family in available.values() for style in program_styles(family)}
     unknown = [key for key in config.program_styles if key not in all_styles]
     if unknown:
@@ -100,6 +107,11 @@ def split_families(config: SynthConfig, split: str) -> list[ProblemFamily]:
     if split == "train":
         names = [name for name in names if name not in set(config.holdout_families)]
     return [families[name] for name in sorted(names)]
+
+
+def family_difficulties(family: ProblemFamily) -> tuple[str, ...]:
+    """The difficulties a family samples: the standard three, and "industrial" for those that scale."""
+    return ALL_DIFFICULTIES if family.industrial else DIFFICULTIES
 
 
 def family_styles(config: SynthConfig, family: ProblemFamily) -> list[ProgramStyle]:
@@ -150,7 +162,7 @@ def make_candidate(config: SynthConfig, split: str, index: int,
     families = families if families is not None else split_families(config, split)
     rng = random.Random(f"trex-synth:{split}:{config.seed}:{index}")
     family = families[rng.randrange(len(families))]
-    difficulty = _weighted(rng, config.difficulty, DIFFICULTIES)
+    difficulty = _weighted(rng, config.difficulty, family_difficulties(family))
     scenario = rng.choice(family.scenarios)
     data = family.sample(rng, difficulty, scenario)
     infeasible = False

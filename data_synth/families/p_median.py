@@ -15,6 +15,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    pick_names,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -51,6 +52,7 @@ class PMedian(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"open": "binary", "serve": "nonnegative"}
+    industrial = True
     data_fields = {
         "sites": "list of candidate site names",
         "customers": "list of customer names",
@@ -83,10 +85,11 @@ model.open_p = pyo.Constraint(expr=sum(model.open[s] for s in model.S) == data["
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
-        n_sites = size_for(difficulty, 4, 6, 8)
-        n_customers = size_for(difficulty, 6, 12, 20)
-        sites = rng.sample(words["site_names"], n_sites)
-        customers = [f"{words['customer_prefix']}{k}" for k in sorted(rng.sample(range(1, 60), n_customers))]
+        n_sites = size_for(difficulty, 4, 6, 8, industrial=20)
+        n_customers = size_for(difficulty, 6, 12, 20, industrial=60)  # industrial: 1,220 variables
+        sites = pick_names(rng, words["site_names"], n_sites)
+        numbers = sorted(rng.sample(range(1, max(60, 3 * n_customers)), n_customers))
+        customers = [f"{words['customer_prefix']}{k}" for k in numbers]
         where = {name: (rng.uniform(0, 50), rng.uniform(0, 50)) for name in sites + customers}
         distance = {s: {c: max(1, round(math.dist(where[s], where[c]))) for c in customers} for s in sites}
         weight = {c: rng.randint(1, 30) for c in customers}

@@ -14,6 +14,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    pick_names,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -52,6 +53,7 @@ class Transportation(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"ship": "nonnegative"}
+    industrial = True
     # the family's fixed sentences, in other words for each split (data_synth.statements)
     phrasings = (
         Phrasing(r"\bSupplies:", ("Supplies:", "Supply limits:"), ("Capacities of the sources:", "Availability:")),
@@ -94,10 +96,10 @@ model.demand = pyo.Constraint(
 '''
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
-        n_sources = size_for(difficulty, 2, 4, 6)
-        n_destinations = size_for(difficulty, 3, 5, 9)
-        sources = rng.sample(scenario.words["sources"], n_sources)
-        destinations = rng.sample(scenario.words["destinations"], n_destinations)
+        n_sources = size_for(difficulty, 2, 4, 6, industrial=30)
+        n_destinations = size_for(difficulty, 3, 5, 9, industrial=40)  # industrial: 1,200 routes
+        sources = pick_names(rng, scenario.words["sources"], n_sources)
+        destinations = pick_names(rng, scenario.words["destinations"], n_destinations)
         demand = {d: rng.randint(20, 200) for d in destinations}
         total = sum(demand.values())
         # total supply exceeds total demand by 5-40%, spread unevenly over the sources

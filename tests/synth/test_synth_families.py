@@ -13,7 +13,7 @@ import re
 import pytest
 
 from data_synth.families import all_families
-from data_synth.family import DIFFICULTIES, DOMAINS, REPRESENTATIONS, fmt
+from data_synth.family import DIFFICULTIES, DOMAINS, INDUSTRIAL, REPRESENTATIONS, MatrixModel, fmt
 from data_synth.render import plain_sets, program_data, program_styles, render_program
 from data_synth.runner import ProgramRunner
 from data_synth.statements import SPLIT_NAMES, apply_skeleton, draw_skeleton, entity_names
@@ -129,6 +129,31 @@ def test_every_program_style_verifies(name, runner):
             result = verify_instance(family, case, program, None, runner, expect_infeasible=infeasible)
             checks = {check.name: check for check in result.checks}
             assert "program_agrees" in checks and checks["program_agrees"].passed, f"{style.key}: {checks}"
+
+
+INDUSTRIAL_FAMILIES = [name for name in FAMILIES if all_families()[name].industrial]
+
+
+def test_some_families_scale_and_the_others_refuse_industrial():
+    assert len(INDUSTRIAL_FAMILIES) >= 3
+    family = all_families()["knapsack_01"]
+    with pytest.raises(ValueError, match="no industrial size"):
+        family.sample(random.Random(0), INDUSTRIAL, family.scenarios[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", INDUSTRIAL_FAMILIES)
+def test_industrial_instances_have_1000_variables_and_verify(name, runner):
+    family = all_families()[name]
+    rng, scenario, data = instance(family, 0, INDUSTRIAL)
+    matrix = MatrixModel(family.sense)
+    family.build_highspy(data, matrix)
+    assert len(matrix.col_names) >= 1000
+    assert json.loads(json.dumps(data)) == data
+    program = render_program(family, data, "file")
+    result = verify_instance(family, data, program, program_data(data, "file"), runner, program_timeout=60.0)
+    failed = [check for check in result.checks if not check.passed and check.name != "quality"]
+    assert not failed, failed
 
 
 def test_plain_sets_replaces_only_simple_sets():

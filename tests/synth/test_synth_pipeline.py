@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from data_synth.config import SynthConfig
+from data_synth.families import all_families
 from trex_cli.stages.synth import run_synth_stage as run_synth
 
 FAST_FAMILIES = ["diet_blending", "knapsack_01", "min_cost_flow", "production_mix", "transportation"]
@@ -178,10 +179,22 @@ def test_bad_settings_name_the_key():
         run_synth(config(families=["no_such_family"]), Path("/nonexistent/never-created"))
     with pytest.raises(ValueError, match="difficulty"):
         run_synth(config(difficulty={"huge": 1.0}), Path("/nonexistent/never-created"))
+    with pytest.raises(ValueError, match=r"difficulty: diet_blending, knapsack_01.* have no industrial size"):
+        run_synth(config(difficulty={"industrial": 1.0}), Path("/nonexistent/never-created"))
     with pytest.raises(ValueError, match=r"program_styles: unknown styles sets:fancy"):
         run_synth(config(program_styles=["sets:fancy"]), Path("/nonexistent/never-created"))
     with pytest.raises(ValueError, match=r"program_styles: min_cost_flow has none of sets:plain"):
         run_synth(config(program_styles=["sets:plain/builder:module/footer:check"]), Path("/nonexistent/never-created"))
+
+
+def test_industrial_weight_goes_to_the_families_that_scale():
+    from data_synth.synthesis import make_candidate
+
+    mixed = config(difficulty={"small": 0.5, "industrial": 0.5})
+    drawn = [make_candidate(mixed, "train", i) for i in range(40)]
+    industrial = {c.family.name for c in drawn if c.difficulty == "industrial"}
+    assert industrial and all(all_families()[name].industrial for name in industrial)
+    assert any(c.difficulty == "small" and not c.family.industrial for c in drawn)
 
 
 def test_program_styles_pin_the_answer_style(tmp_path):
