@@ -46,9 +46,15 @@ from data_synth.render import (
     render_program,
     sft_sample,
 )
-from data_synth.statements import Skeleton, apply_skeleton, draw_skeleton, entity_names, overlap_report
+from data_synth.statements import (
+    SPLIT_NAMES,
+    Skeleton,
+    apply_skeleton,
+    draw_skeleton,
+    entity_names,
+    overlap_report,
+)
 
-SPLITS = ("train", "eval")
 ANSWER_STYLES = ("model", "model_program", "program")
 # ------------------------------------------------------------------------------------- configuration
 
@@ -239,7 +245,7 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
         from multiprocessing.util import Finalize
 
         Finalize(_WorkerState, close_worker, exitpriority=10)
-    _WorkerState.families = {split: split_families(config, split) for split in SPLITS}
+    _WorkerState.families = {split: split_families(config, split) for split in SPLIT_NAMES}
 
 
 def close_worker() -> None:
@@ -435,7 +441,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
     wall_started = time.perf_counter()
     verified_new = 0
     try:
-        for split in SPLITS:
+        for split in SPLIT_NAMES:
             target = config.n if split == "train" else config.eval_n
             kept = rejected = candidates = 0
             block = 0
@@ -520,7 +526,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
 def _finish(out: Path, per_family: dict, timing: Counter, teacher: Counter, wall: float,
             verified_new: int) -> SynthResult:
     rejects_rows: list[dict] = []
-    for split in SPLITS:
+    for split in SPLIT_NAMES:
         for path in sorted((out / "blocks").glob(f"{split}-*.rejects.jsonl")):
             rejects_rows.extend(_read_jsonl(path))
     write_text_atomic(out / "rejects.jsonl", _jsonl(rejects_rows))
