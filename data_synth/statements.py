@@ -342,7 +342,9 @@ _FIELD = re.compile(r"^- `([^`]+)`: (.*)$", re.MULTILINE)
 
 
 def relayout_fields(text: str, layout: str) -> str:
-    """The `describe_data_file` paragraph of a "file" statement in `layout`."""
+    """The `describe_data_file` paragraph of a "file" statement in `layout`. The eval layouts put words of
+    their own between the fields, so that no run of field descriptions reads as in training (n-grams
+    see words only, not the punctuation of a list)."""
     if layout == "bullets":
         return text
 
@@ -357,7 +359,7 @@ def relayout_fields(text: str, layout: str) -> str:
                     + " ".join(f"Its entry `{k}` holds the {v}." for k, v in fields) + trailing)
         if layout == "definitions":
             return ("Input file `data.json` (attached), field by field:\n"
-                    + "\n".join(f"* `{k}` := {v}" for k, v in fields) + trailing)
+                    + "\n".join(f"* `{k}` stands for: {v}" for k, v in fields) + trailing)
         raise ValueError(f"unknown field layout {layout!r}")
 
     return _FIELDS.sub(replace, text)

@@ -93,6 +93,11 @@ def test_field_layouts_keep_every_key_and_meaning():
         assert "`data.json`" in text and "`items`" in text and "`cap`" in text and "most weight" in text
         assert text.startswith("Plan it.") and text.endswith("What is best?")
     assert relayout_fields(rendered, "bullets") == rendered
+    long_fields = "".join(f"- `k{i}`: the amount of thing {i} kept in store\n" for i in range(6))
+    block = "All data are in the attached file `data.json`, a JSON object with these keys:\n" + long_fields
+    train_words = [relayout_fields(block, layout) for layout in FIELD_LAYOUTS["train"]]
+    for layout in FIELD_LAYOUTS["eval"]:  # eval layouts put their own words between the fields
+        assert overlap_report(train_words, [relayout_fields(block, layout)])["eval_ngram_share_in_train"] == 0.0
     with pytest.raises(ValueError, match="field layout"):
         relayout_fields(rendered, "nonsense")
 
