@@ -19,6 +19,9 @@ class SynthConfig:
         default_factory=lambda: {"text": 0.4, "table": 0.3, "file": 0.3})
     answer_styles: dict[str, float] = field(
         default_factory=lambda: {"model": 0.2, "model_program": 0.4, "program": 0.4})
+    # program styles to write answers in, by key ("sets:indexed/builder:module/footer:termination", see
+    # data_synth.render.ProgramStyle); empty: every style each family has
+    program_styles: list[str] = field(default_factory=list)
     infeasible_share: float = 0.05  # share of candidates made deliberately infeasible (labelled)
     workers: int = 2
     block_size: int = 64  # candidates per resumable block (one shard each)

@@ -21,7 +21,12 @@ A family describes one kind of OR problem (production mix, transportation, ...).
   `scenarios` (industries and wordings) and each representation: "text" (numbers in the prose),
   "table" (Markdown tables), "file" (the data is in an attached `data.json`; use `describe_data_file`).
 - `formulation(data)`: the mathematical model in Markdown with LaTeX.
+- optionally `phrasings`: `data_synth.statements.Phrasing` rewrite rules for the family's own fixed
+  sentences, with disjoint training and eval wordings; the pipeline re-dresses every rendered statement
+  with a statement skeleton (`data_synth.statements`), so `render_statement` states the facts once.
 - optionally `make_infeasible(data, rng)`: a deliberately infeasible variant of an instance.
+- optionally `industrial = True` when `sample` also makes "industrial" instances, of at least 1,000
+  variables (`size_for(..., industrial=N)`; `pick_names` extends a scenario's names past its list).
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-DIFFICULTIES = ("small", "medium", "large")
+DIFFICULTIES = ("small", "medium", "large")  # every family has these
+INDUSTRIAL = "industrial"  # instances of >= 1,000 variables, for the families that scale (`industrial = True`)
+ALL_DIFFICULTIES = (*DIFFICULTIES, INDUSTRIAL)
 REPRESENTATIONS = ("text", "table", "file")
 DOMAINS = ("nonnegative", "binary", "nonnegative_integer", "integer", "free")
 INF = math.inf
@@ -80,6 +87,8 @@ class ProblemFamily(abc.ABC):
     sense: str = "min"  # "min" or "max"
     scenarios: tuple[Scenario, ...] = ()
     domains: dict[str, str] = {}
+    phrasings: tuple = ()  # data_synth.statements.Phrasing rules for this family's fixed sentences
+    industrial: bool = False  # True: `sample` also makes "industrial" instances (>= 1,000 variables)
     model_code: str = ""
     # key -> meaning (with units), for the "file" representation and the CPT document
     data_fields: dict[str, str] = {}
@@ -312,7 +321,22 @@ def describe_data_file(fields: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def size_for(difficulty: str, small: int, medium: int, large: int) -> int:
+def size_for(difficulty: str, small: int, medium: int, large: int, industrial: int | None = None) -> int:
+    if difficulty == INDUSTRIAL:
+        if industrial is None:
+            raise ValueError("this family has no industrial size; its difficulties are "
+                             f"{', '.join(DIFFICULTIES)}")
+        return industrial
     if difficulty not in DIFFICULTIES:
-        raise ValueError(f"difficulty {difficulty!r} is not one of {', '.join(DIFFICULTIES)}")
+        raise ValueError(f"difficulty {difficulty!r} is not one of {', '.join(ALL_DIFFICULTIES)}")
     return {"small": small, "medium": medium, "large": large}[difficulty]
+
+
+def pick_names(rng: random.Random, names: list[str], count: int) -> list[str]:
+    """`count` distinct names drawn from a scenario's list; past its length (industrial sizes) the names
+    repeat with a number ("Leeds", "Leeds 2", ...)."""
+    if count <= len(names):
+        return rng.sample(names, count)
+    extended = [name if round_ == 0 else f"{name} {round_ + 1}" for round_ in range(-(-count // len(names)))
+                for name in names]
+    return rng.sample(extended, count)

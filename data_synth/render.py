@@ -2,15 +2,20 @@
 held-out benchmark item.
 
 A program is: imports, the data (read from `data.json` for the "file" representation, else a Python
-literal), the family's `model_code`, and one fixed solve footer whose last printed line is
-`Optimal objective value: <repr(float)>` or `Status: infeasible`. Every program has the same shape,
-so a small model can learn it.
+literal), the family's `model_code`, and a solve footer whose last printed line is
+`Optimal objective value: <repr(float)>` or `Status: infeasible`. A `ProgramStyle` writes that program in
+one of several shapes (index sets declared as `pyo.Set`s or plain Python lists; the model built at
+module level or by a `build_model(data)` function; the solve checked by its termination condition or
+by `pyo.check_optimal_termination`), so the answers do not teach one memorised program body; every
+style prints the same last line, and the pipeline runs the styled program in its verification.
 """
 
 from __future__ import annotations
 
 import json
 import pprint
+import re
+from dataclasses import dataclass
 
 from data_synth.family import ProblemFamily, Scenario, fmt
 
@@ -37,20 +42,106 @@ else:
 '''
 
 
+CHECK_FOOTER = '''\
+
+
+def solve(model):
+    """Solve with HiGHS to proven optimality; the solution is loaded only when it is optimal."""
+    solver = pyo.SolverFactory("{solver}")
+    solver.options["mip_rel_gap"] = 1e-9
+    return solver.solve(model, load_solutions=False)
+
+
+results = solve(model)
+if pyo.check_optimal_termination(results):
+    model.solutions.load_from(results)
+    for variable in model.component_data_objects(pyo.Var):
+        if abs(variable.value or 0.0) > 1e-9:
+            print(variable.name, variable.value)
+    print(f"Optimal objective value: {{float(pyo.value(model.obj))!r}}")
+elif results.solver.termination_condition in (pyo.TerminationCondition.infeasible,
+                                               pyo.TerminationCondition.infeasibleOrUnbounded):
+    print("Status: infeasible")
+else:
+    print(f"Status: {{results.solver.termination_condition}}")
+'''
+_FOOTERS = {"termination": SOLVE_FOOTER, "check": CHECK_FOOTER}
+# `model.X = pyo.Set(initialize=EXPR)` on one line, without `dimen`: a set the plain style can drop
+_SIMPLE_SET = re.compile(r"^model\.(\w+) = pyo\.Set\(initialize=([^\n]+)\)\n", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ProgramStyle:
+    """How a program is written: `sets` "indexed" (the family's `pyo.Set`s) or "plain" (Python lists);
+    `builder` "module" (statements at module level) or "function" (`build_model(data)`); `footer`
+    "termination" or "check" (how the solve's outcome is tested)."""
+
+    sets: str = "indexed"
+    builder: str = "module"
+    footer: str = "termination"
+
+    @property
+    def key(self) -> str:
+        return f"sets:{self.sets}/builder:{self.builder}/footer:{self.footer}"
+
+
+DEFAULT_STYLE = ProgramStyle()
+
+
+def plain_sets(model_code: str) -> str | None:
+    """`model_code` with its simple `pyo.Set`s replaced by the lists they are built from, or None when
+    it declares none (multi-dimensional sets stay as they are)."""
+    sets = {name: expression for name, expression in _SIMPLE_SET.findall(model_code)
+            if "dimen" not in expression}
+    if not sets:
+        return None
+    code = _SIMPLE_SET.sub(lambda match: "" if match.group(1) in sets else match.group(0), model_code)
+    return re.sub(r"\bmodel\.(" + "|".join(map(re.escape, sets)) + r")\b", lambda m: sets[m.group(1)], code)
+
+
+def program_styles(family: ProblemFamily) -> list[ProgramStyle]:
+    """Every style the family's model can be written in (the plain style needs `pyo.Set`s to drop)."""
+    set_styles = ["indexed", "plain"] if plain_sets(family.model_code) is not None else ["indexed"]
+    return [ProgramStyle(sets, builder, footer) for sets in set_styles for builder in ("module", "function")
+            for footer in _FOOTERS]
+
+
+def _model_body(family: ProblemFamily, style: ProgramStyle) -> str:
+    code = family.model_code.strip() + "\n"
+    if style.sets == "plain":
+        plain = plain_sets(code)
+        if plain is None:
+            raise ValueError(f"{family.name} declares no pyo.Set, so it has no plain-sets style")
+        code = plain
+    elif style.sets != "indexed":
+        raise ValueError(f"unknown sets style {style.sets!r}; use indexed or plain")
+    if style.builder == "function":
+        body = "".join(f"    {line}" if line.strip() else line for line in code.strip().splitlines(keepends=True))
+        return (f"def build_model(data):\n    \"\"\"The {family.title.lower()} model of `data`.\"\"\"\n{body}\n"
+                "    return model\n\n\nmodel = build_model(data)")
+    if style.builder != "module":
+        raise ValueError(f"unknown builder style {style.builder!r}; use module or function")
+    return code.strip()
+
+
 def solver_name(family: ProblemFamily) -> str:
     """Pyomo's appsi HiGHS interface for linear models (the faster one); its newer "highs" interface for
     quadratic objectives, which appsi refuses."""
     return "highs" if family.problem_type == "QP" else "appsi_highs"
 
 
-def render_program(family: ProblemFamily, data: dict, representation: str) -> str:
-    """The self-contained Pyomo + HiGHS program for `data` in this representation."""
+def render_program(family: ProblemFamily, data: dict, representation: str,
+                   style: ProgramStyle = DEFAULT_STYLE) -> str:
+    """The self-contained Pyomo + HiGHS program for `data` in this representation and style."""
+    if style.footer not in _FOOTERS:
+        raise ValueError(f"unknown footer style {style.footer!r}; use {', '.join(_FOOTERS)}")
     if representation == "file":
         head = 'import json\n\nimport pyomo.environ as pyo\n\nwith open("data.json") as f:\n    data = json.load(f)\n'
     else:
         literal = pprint.pformat(data, width=100, sort_dicts=False)
         head = f"import pyomo.environ as pyo\n\ndata = {literal}\n"
-    return f"{head}\n{family.model_code.strip()}\n{SOLVE_FOOTER.format(solver=solver_name(family))}"
+    footer = _FOOTERS[style.footer].format(solver=solver_name(family))
+    return f"{head}\n{_model_body(family, style)}\n{footer}"
 
 
 def program_data(data: dict, representation: str) -> dict | None:
@@ -173,6 +264,8 @@ def sft_sample(record: dict, answer_style: str) -> dict:
         answer = f"{record['formulation']}\n\n{program_block}"
     return {
         "id": f"{record['id']}-{answer_style}",
+        "source_id": record["id"],  # the problem record it renders
+        "instance": record["instance"],  # the instance hash: two samples of one instance are one problem
         "family": record["family"],
         "representation": record["representation"],
         "answer_style": answer_style,

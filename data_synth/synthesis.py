@@ -1,10 +1,13 @@
 """Synthesis, the library behind `trex synth`: sample, verify, render, write; deterministic and resumable.
 
 Candidates are numbered per split ("train", "eval"); candidate `i` of a split draws everything (family,
-difficulty, scenario, instance, infeasible or not, representation, answer style) from its own random
-generator seeded by (split, seed, i), so any worker, in any order, makes the same candidate, and the
-eval split is a disjoint stream. Workers verify candidates (data_synth.verify); the main process takes
-the results in index order, drops duplicate statements (the first one wins), and keeps the first `n`
+difficulty, scenario, instance, infeasible or not, representation, answer style, statement skeleton) from
+its own random generator seeded by (split, seed, i), so any worker, in any order, makes the same
+candidate, and the eval split is a disjoint stream. Its statements are held out by wording too: each
+split draws skeletons from its own openings, phrasings, distractors and layouts (`data_synth.statements`),
+and the summary reports the eval/train 13-gram overlap that is left. Workers verify candidates
+(data_synth.verify); the main process takes the results in index order, drops duplicate instances (the
+first one wins, whatever the wording), and keeps the first `n`
 verified problems.
 
 Candidates are processed in blocks of `block_size`. A finished block's files (problem records, CPT
@@ -25,7 +28,6 @@ import json
 import logging
 import os
 import random
-import re
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable
@@ -33,17 +35,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_synth.config import SynthConfig
-from data_synth.family import DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
+from data_synth.family import ALL_DIFFICULTIES, DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
 from data_synth.files import write_json_atomic, write_text_atomic
 from data_synth.render import (
+    ProgramStyle,
     cpt_document,
     eval_item,
     program_data,
+    program_styles,
     render_program,
     sft_sample,
 )
+from data_synth.statements import (
+    SPLIT_NAMES,
+    Skeleton,
+    apply_skeleton,
+    draw_skeleton,
+    entity_names,
+    overlap_report,
+)
 
-SPLITS = ("train", "eval")
 ANSWER_STYLES = ("model", "model_program", "program")
 # ------------------------------------------------------------------------------------- configuration
 
@@ -57,7 +68,7 @@ def check_config(config: SynthConfig, where: str = "[synth]") -> None:
         if unknown:
             raise ValueError(f"{where}.{key}: unknown families {', '.join(unknown)}; available: "
                              f"{', '.join(available)}")
-    for key, allowed in (("difficulty", DIFFICULTIES), ("representations", REPRESENTATIONS),
+    for key, allowed in (("difficulty", ALL_DIFFICULTIES), ("representations", REPRESENTATIONS),
                          ("answer_styles", ANSWER_STYLES)):
         weights = getattr(config, key)
         unknown = [name for name in weights if name not in allowed]
@@ -65,6 +76,21 @@ def check_config(config: SynthConfig, where: str = "[synth]") -> None:
             raise ValueError(f"{where}.{key}: unknown keys {', '.join(unknown)}; use {', '.join(allowed)}")
         if any(value < 0 for value in weights.values()) or sum(weights.values()) <= 0:
             raise ValueError(f"{where}.{key}: weights must be >= 0 with a positive sum, got {weights}")
+    lacking = [family.name for family in split_families(config, "eval")
+               if not any(config.difficulty.get(name, 0) > 0 for name in family_difficulties(family))]
+    if lacking:
+        scaling = [name for name, family in available.items() if family.industrial]
+        raise ValueError(f"{where}.difficulty: {', '.join(lacking)} have no industrial size and no other difficulty "
+                         f"is asked for; give small/medium/large a weight too, or choose families that scale: "
+                         f"{', '.join(scaling)}")
+    all_styles = {style.key for family in available.values() for style in program_styles(family)}
+    unknown = [key for key in config.program_styles if key not in all_styles]
+    if unknown:
+        raise ValueError(f"{where}.program_styles: unknown styles {', '.join(unknown)}; use {', '.join(sorted(all_styles))}")
+    for family in split_families(config, "eval"):
+        if not family_styles(config, family):
+            raise ValueError(f"{where}.program_styles: {family.name} has none of {', '.join(config.program_styles)}; "
+                             f"it has {', '.join(style.key for style in program_styles(family))}")
     if config.n < 0 or config.eval_n < 0:
         raise ValueError(f"{where}.n and eval_n must be >= 0")
     if not 0.0 <= config.infeasible_share <= 1.0:
@@ -89,6 +115,17 @@ def split_families(config: SynthConfig, split: str) -> list[ProblemFamily]:
     return [families[name] for name in sorted(names)]
 
 
+def family_difficulties(family: ProblemFamily) -> tuple[str, ...]:
+    """The difficulties a family samples: the standard three, and "industrial" for those that scale."""
+    return ALL_DIFFICULTIES if family.industrial else DIFFICULTIES
+
+
+def family_styles(config: SynthConfig, family: ProblemFamily) -> list[ProgramStyle]:
+    """The program styles a family's answers are written in under `config`."""
+    styles = program_styles(family)
+    return [style for style in styles if style.key in config.program_styles] if config.program_styles else styles
+
+
 def fingerprint_config(config: SynthConfig) -> dict:
     """The settings that decide the output (workers and the output folder do not)."""
     settings = dataclasses.asdict(config)
@@ -111,6 +148,9 @@ class Candidate:
     infeasible: bool
     representation: str
     answer_style: str
+    skeleton: Skeleton
+    distractor_seed: int
+    program_style: ProgramStyle
 
     @property
     def id(self) -> str:
@@ -128,7 +168,7 @@ def make_candidate(config: SynthConfig, split: str, index: int,
     families = families if families is not None else split_families(config, split)
     rng = random.Random(f"trex-synth:{split}:{config.seed}:{index}")
     family = families[rng.randrange(len(families))]
-    difficulty = _weighted(rng, config.difficulty, DIFFICULTIES)
+    difficulty = _weighted(rng, config.difficulty, family_difficulties(family))
     scenario = rng.choice(family.scenarios)
     data = family.sample(rng, difficulty, scenario)
     infeasible = False
@@ -138,18 +178,27 @@ def make_candidate(config: SynthConfig, split: str, index: int,
             data, infeasible = variant, True
     representation = _weighted(rng, config.representations, REPRESENTATIONS)
     answer_style = _weighted(rng, config.answer_styles, ANSWER_STYLES)
+    skeleton = draw_skeleton(rng, split)
+    distractor_seed = rng.getrandbits(32)
+    program_style = rng.choice(family_styles(config, family))
     return Candidate(split, index, config.seed, family, difficulty, scenario, data, infeasible,
-                     representation, answer_style)
+                     representation, answer_style, skeleton, distractor_seed, program_style)
 
 
-def statement_hash(record: dict) -> str:
-    """Hash of the problem as posed (the duplicate check): the statement lower-cased with whitespace
-    collapsed, plus the attached data.json for the "file" representation, whose statement alone is the
-    same for every instance of a scenario."""
-    normalized = re.sub(r"\s+", " ", record["statement"].strip().lower())
-    if record.get("data") is not None:
-        normalized += "\n" + json.dumps(record["data"], sort_keys=True)
-    return hashlib.sha256(normalized.encode()).hexdigest()
+def candidate_statement(candidate: Candidate) -> str:
+    """The family's rendering of the candidate, re-dressed by its statement skeleton."""
+    family = candidate.family
+    rendered = family.render_statement(candidate.data, candidate.scenario, candidate.representation)
+    return apply_skeleton(rendered, candidate.skeleton, candidate.scenario.industry,
+                          random.Random(candidate.distractor_seed), family.phrasings,
+                          entity_names(candidate.data))
+
+
+def instance_hash(family: str, parameters: dict) -> str:
+    """Hash of the problem itself (the duplicate check): the family and its instance, whatever the
+    wording. Two statements of one instance are one problem; two instances of one skeleton are two."""
+    canonical = json.dumps({"family": family, "parameters": parameters}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _index_key(index) -> str:
@@ -199,7 +248,7 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
         from multiprocessing.util import Finalize
 
         Finalize(_WorkerState, close_worker, exitpriority=10)
-    _WorkerState.families = {split: split_families(config, split) for split in SPLITS}
+    _WorkerState.families = {split: split_families(config, split) for split in SPLIT_NAMES}
 
 
 def close_worker() -> None:
@@ -224,9 +273,9 @@ def process_candidate(task: tuple[str, int]) -> dict:
     family, data = candidate.family, candidate.data
     reject_base = {"id": candidate.id, "family": family.name, "difficulty": candidate.difficulty}
     try:
-        statement = family.render_statement(data, candidate.scenario, candidate.representation)
+        statement = candidate_statement(candidate)
         formulation = family.formulation(data)
-        program = render_program(family, data, candidate.representation)
+        program = render_program(family, data, candidate.representation, candidate.program_style)
     except Exception as error:
         return {"index": index, "seconds": {"total": time.perf_counter() - started},
                 "reject": {**reject_base, "reason": "render_error", "detail": f"{type(error).__name__}: {error}"}}
@@ -264,11 +313,14 @@ def process_candidate(task: tuple[str, int]) -> dict:
         "sense": family.sense,
         "difficulty": candidate.difficulty,
         "scenario": candidate.scenario.key,
+        "skeleton": candidate.skeleton.key,
+        "program_style": candidate.program_style.key,
         "industry": candidate.scenario.industry,
         "representation": candidate.representation,
         "answer_style": candidate.answer_style,
         "seed": config.seed,
         "index": index,
+        "instance": instance_hash(family.name, data),
         "parameters": data,
         "statement": statement,
         "statement_source": statement_source,
@@ -286,7 +338,7 @@ def process_candidate(task: tuple[str, int]) -> dict:
         },
     }
     matrix = verification.matrix
-    cpt = {"id": candidate.id, "family": family.name,
+    cpt = {"id": candidate.id, "source_id": candidate.id, "instance": record["instance"], "family": family.name,
            "text": cpt_document(record, family, candidate.scenario, verification.x,
                                 matrix.row_duals if matrix else {}, matrix.reduced_costs if matrix else {})}
     sft = sft_sample(record, candidate.answer_style)
@@ -392,7 +444,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
     wall_started = time.perf_counter()
     verified_new = 0
     try:
-        for split in SPLITS:
+        for split in SPLIT_NAMES:
             target = config.n if split == "train" else config.eval_n
             kept = rejected = candidates = 0
             block = 0
@@ -408,7 +460,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                     rejects = _read_jsonl(paths["rejects"])
                     if len(records) != marker["kept"]:
                         raise ValueError(f"{paths['problems']} does not match its marker; rerun with --force")
-                    seen_hashes.update(statement_hash(r) for r in records)
+                    seen_hashes.update(r["instance"] for r in records)
                 else:
                     if executor is None:
                         executor = _Executor(config)
@@ -423,16 +475,16 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                             rejects.append(result["reject"])
                         else:
                             record = result["record"]
-                            digest = statement_hash(record)
+                            digest = record["instance"]
                             if digest in seen_hashes:
                                 rejects.append({"id": record["id"], "family": record["family"],
-                                                "difficulty": record["difficulty"], "reason": "duplicate_statement",
-                                                "detail": "the same problem (normalized statement and data) was kept before"})
+                                                "difficulty": record["difficulty"], "reason": "duplicate_instance",
+                                                "detail": "the same instance of the family was kept before"})
                             else:
                                 seen_hashes.add(digest)
                                 for check in record["verification"]:
                                     if check["name"] == "quality":
-                                        check["detail"] += "; statement unique"
+                                        check["detail"] += "; instance unique"
                                 records.append(record)
                                 cpts.append(result["cpt"])
                                 sfts.append(result["sft"])
@@ -477,7 +529,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
 def _finish(out: Path, per_family: dict, timing: Counter, teacher: Counter, wall: float,
             verified_new: int) -> SynthResult:
     rejects_rows: list[dict] = []
-    for split in SPLITS:
+    for split in SPLIT_NAMES:
         for path in sorted((out / "blocks").glob(f"{split}-*.rejects.jsonl")):
             rejects_rows.extend(_read_jsonl(path))
     write_text_atomic(out / "rejects.jsonl", _jsonl(rejects_rows))
@@ -489,6 +541,7 @@ def _finish(out: Path, per_family: dict, timing: Counter, teacher: Counter, wall
     write_text_atomic(out / "eval" / "test.jsonl", _jsonl([eval_item(r) for r in eval_records]))
 
     train_count = sum(len(_read_jsonl(p)) for p in sorted((out / "problems").glob("shard-*.jsonl")))
+    overlap = split_overlap(out, eval_records)
     reasons = Counter(row["reason"] for row in rejects_rows)
     families_table = {name: dict(sorted(counter.items())) for name, counter in sorted(per_family.items())}
     counts = {
@@ -508,6 +561,15 @@ def _finish(out: Path, per_family: dict, timing: Counter, teacher: Counter, wall
                      "verified_per_s": round(verified_new / wall, 3) if wall > 0 else None,
                      "worker_seconds": {k: round(v, 3) for k, v in sorted(timing.items())}},
         "teacher": dict(teacher),
+        "overlap": overlap,
     }
     write_json_atomic(out / "summary.json", summary)
     return SynthResult(out, counts, families_table, summary)
+
+
+def split_overlap(out: Path, eval_records: list[dict]) -> dict:
+    """The eval/train 13-gram overlap (`data_synth.statements.overlap_report`): every message of the
+    training SFT samples against the eval questions (`en_question`, what decontamination reads)."""
+    train_texts = (" ".join(message["content"] for message in sample["messages"])
+                   for path in sorted((out / "sft").glob("shard-*.jsonl")) for sample in _read_jsonl(path))
+    return overlap_report(train_texts, [record["statement"] for record in eval_records])

@@ -15,6 +15,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    pick_names,
     size_for,
 )
 
@@ -54,6 +55,7 @@ class FacilityLocationUncapacitated(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"open": "binary", "serve": "nonnegative"}
+    industrial = True
     data_fields = {
         "facilities": "list of candidate facility names",
         "customers": "list of customer names",
@@ -84,9 +86,10 @@ model.only_open = pyo.Constraint(
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
-        n_facilities = size_for(difficulty, 3, 5, 7)
-        n_customers = size_for(difficulty, 5, 8, 12)
-        facilities = words["facility_names"][:n_facilities]
+        n_facilities = size_for(difficulty, 3, 5, 7, industrial=25)
+        n_customers = size_for(difficulty, 5, 8, 12, industrial=60)  # industrial: 1,525 variables
+        names = words["facility_names"]
+        facilities = names[:n_facilities] if n_facilities <= len(names) else pick_names(rng, names, n_facilities)
         customers = [f"{words['customer_prefix']}{k + 1}" for k in range(n_customers)]
         # positions on a 100 km square; the unit cost grows with distance
         place = {name: (rng.uniform(0, 100), rng.uniform(0, 100)) for name in facilities + customers}

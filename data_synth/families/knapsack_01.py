@@ -16,6 +16,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("cargo", "air cargo", {
@@ -43,6 +44,24 @@ class Knapsack01(ProblemFamily):
     sense = "max"
     scenarios = SCENARIOS
     domains = {"take": "binary"}
+    # the family's fixed sentences, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"can load the last free position of tonight's freighter with some of",
+                 ("can load the last free position of tonight's freighter with some of",
+                  "may fill the last free position of tonight's freighter using some of"),
+                 ("has one position left on tonight's freighter and may fill it from",)),
+        Phrasing(r"is choosing the instruments for a small satellite's payload bay from",
+                 ("is choosing the instruments for a small satellite's payload bay from",),
+                 ("decides what flies in a small satellite's payload bay, picking among",)),
+        Phrasing(r"must decide what goes into the summit porter's pack from",
+                 ("must decide what goes into the summit porter's pack from",),
+                 ("packs the summit porter's load and picks among",)),
+        Phrasing(r"Each item is taken whole or not at all\.",
+                 ("Each item is taken whole or not at all.", "Items cannot be split: each is taken completely or left out."),
+                 ("No item may be taken in part.", "An item is either packed in full or left behind.")),
+        Phrasing(r"\bweighs\b", ("weighs",), ("has a weight of",)),
+        Phrasing(r"\band is worth\b", ("and is worth", "and is valued at"), ("with a value of", "and brings")),
+    )
     data_fields = {
         "items": "list of item names",
         "weight": "weight of each item, keyed by item",

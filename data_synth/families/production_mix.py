@@ -16,6 +16,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("furniture", "furniture manufacturing", {
@@ -48,6 +49,23 @@ class ProductionMix(ProblemFamily):
     name = "production_mix"
     title = "Production mix"
     problem_type = "LP"
+    # the family's fixed sentences, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"of profit, uses", ("of profit, uses", "of profit, consumes"), ("in profit and needs",)),
+        Phrasing(r"\bcan be sold\b", ("can be sold",), ("will find buyers",)),
+        Phrasing(r"Available this period:", ("Available this period:", "Available in this period:"),
+                 ("Resource limits for the period:", "On hand for the period:")),
+        Phrasing(r"The data per\b", ("The data per",), ("Figures for each",)),
+        Phrasing(r"Resources available:", ("Resources available:",), ("Resource capacities:",)),
+        Phrasing(r"A signed contract requires", ("A signed contract requires",),
+                 ("Under a signed contract, the plan includes",)),
+        Phrasing(r"Fractional quantities are allowed\.", ("Fractional quantities are allowed.", "Quantities may be fractional."),
+                 ("Non-integer production amounts are acceptable.", "Output need not be a whole number.")),
+        Phrasing(r"earns a profit and uses some of each limited resource; sales of each product are capped by "
+                 r"demand\.",
+                 ("earns a profit and uses some of each limited resource; sales of each product are capped by demand.",),
+                 ("yields a profit and draws on the limited resources; market demand caps the sales of each product.",)),
+    )
     sense = "max"
     scenarios = SCENARIOS
     domains = {"make": "nonnegative"}

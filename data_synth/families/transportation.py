@@ -14,8 +14,10 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    pick_names,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("beverages", "beverage distribution", {
@@ -51,6 +53,24 @@ class Transportation(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"ship": "nonnegative"}
+    industrial = True
+    # the family's fixed sentences, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"\bSupplies:", ("Supplies:", "Supply limits:"), ("Capacities of the sources:", "Availability:")),
+        Phrasing(r"\bDemands:", ("Demands:", "Requirements:"), ("Orders to fill:", "Quantities needed:")),
+        Phrasing(r"\bcan ship at most\b", ("can ship at most", "can send no more than"),
+                 ("has capacity for", "is able to dispatch up to")),
+        Phrasing(r"\bShipping one\b", ("Shipping one", "Sending one"), ("Moving one", "Transporting one")),
+        Phrasing(r"Fractional amounts are allowed\.", ("Fractional amounts are allowed.", "Shipments may be fractional."),
+                 ("Quantities need not be whole numbers.", "Non-integer amounts are acceptable.")),
+        Phrasing(r"Unit shipping costs, supplies and demands",
+                 ("Unit shipping costs, supplies and demands",),
+                 ("Per-unit transport costs together with supplies and requirements",)),
+        Phrasing(r"\bsupplies\b(?= [A-Z])", ("supplies",), ("serves",)),
+        Phrasing(r"Each source has a limited supply, each destination a demand, and every route a cost per",
+                 ("Each source has a limited supply, each destination a demand, and every route a cost per",),
+                 ("Sources are limited, destinations have requirements, and a route is priced by the",)),
+    )
     data_fields = {
         "sources": "list of source names",
         "destinations": "list of destination names",
@@ -76,10 +96,10 @@ model.demand = pyo.Constraint(
 '''
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
-        n_sources = size_for(difficulty, 2, 4, 6)
-        n_destinations = size_for(difficulty, 3, 5, 9)
-        sources = rng.sample(scenario.words["sources"], n_sources)
-        destinations = rng.sample(scenario.words["destinations"], n_destinations)
+        n_sources = size_for(difficulty, 2, 4, 6, industrial=30)
+        n_destinations = size_for(difficulty, 3, 5, 9, industrial=40)  # industrial: 1,200 routes
+        sources = pick_names(rng, scenario.words["sources"], n_sources)
+        destinations = pick_names(rng, scenario.words["destinations"], n_destinations)
         demand = {d: rng.randint(20, 200) for d in destinations}
         total = sum(demand.values())
         # total supply exceeds total demand by 5-40%, spread unevenly over the sources

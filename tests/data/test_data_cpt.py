@@ -108,6 +108,7 @@ def test_shares_and_stats(built):
     assert {"bos_token_id", "eos_token_id", "pad_token_id", "vocab_size", "num_validation_rows"} <= set(meta)
     card = (out / "README.md").read_text()
     assert card.startswith("---\n") and "\n---\n" in card[4:] and "kind: \"cpt\"" in card
+    assert 'license: "apache-2.0"' in card and "seed: 0" in card and "Built with python " in card
     assert (out / "lengths.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["stage"] == "data-cpt" and manifest["inputs"][0]["stage"] == "synth"

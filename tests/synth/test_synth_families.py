@@ -13,8 +13,9 @@ import re
 import pytest
 
 from data_synth.families import all_families
-from data_synth.family import DIFFICULTIES, DOMAINS, REPRESENTATIONS, fmt
-from data_synth.render import program_data, render_program
+from data_synth.family import DIFFICULTIES, DOMAINS, INDUSTRIAL, REPRESENTATIONS, MatrixModel, fmt
+from data_synth.render import plain_sets, program_data, program_styles, render_program
+from data_synth.statements import SPLIT_NAMES, apply_skeleton, draw_skeleton, entity_names
 from data_synth.verify import verify_instance
 from trex_sandbox import Sandbox, SandboxSettings
 
@@ -79,6 +80,90 @@ def test_family_contract(name):
             missing = sorted({fmt(n) for n in numbers_in(data) if not appears(n, statements[representation])})
             assert not missing, f"{representation} statement lacks instance numbers {missing[:10]}"
         assert "$" in family.formulation(data)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_family_statement_skeletons_keep_every_number_and_name(name):
+    """Every skeleton of either split re-dresses the statement without losing an instance number or an
+    entity name (the program reads the names verbatim)."""
+    family = all_families()[name]
+    rng, scenario, data = instance(family, 1, "small")
+    names = entity_names(data)
+    for split in SPLIT_NAMES:
+        for draw in range(12):
+            skeleton = draw_skeleton(random.Random(f"{split}:{draw}"), split)
+            for representation in ("text", "table"):
+                rendered = family.render_statement(data, scenario, representation)
+                statement = apply_skeleton(rendered, skeleton, scenario.industry, random.Random(draw),
+                                           family.phrasings, names)
+                missing = sorted({fmt(n) for n in numbers_in(data) if not appears(n, statement)})
+                assert not missing, f"{skeleton.key} ({representation}) lost numbers {missing[:10]}"
+                lost = sorted(n for n in names if n in rendered and n not in statement)
+                assert not lost, f"{skeleton.key} ({representation}) lost names {lost[:10]}"
+            rendered = family.render_statement(data, scenario, "file")
+            statement = apply_skeleton(rendered, skeleton, scenario.industry, random.Random(draw),
+                                       family.phrasings, names)
+            keys = [key for key in family.data_fields if f"`{key}`" in rendered]
+            assert keys and all(f"`{key}`" in statement for key in keys), skeleton.key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_program_style_verifies(name, sandbox):
+    """Each program style of the family (at least 4) runs in the sandbox to the objective the other checks
+    find, feasible and (when the family has one) infeasible; the plain style really drops the Sets."""
+    family = all_families()[name]
+    styles = program_styles(family)
+    assert len({style.key for style in styles}) >= 4
+    _, _, data = instance(family, 2, "small")
+    cases = [(data, False)]
+    variant = family.make_infeasible(data, random.Random(3))
+    if variant is not None:
+        cases.append((variant, True))
+    for style in styles:
+        for case, infeasible in cases:
+            program = render_program(family, case, "text", style)
+            if style.sets == "plain":
+                assert "pyo.Set(initialize=data" not in program
+            assert ("def build_model(data):" in program) == (style.builder == "function")
+            result = verify_instance(family, case, program, None, sandbox, expect_infeasible=infeasible)
+            checks = {check.name: check for check in result.checks}
+            assert "program_agrees" in checks and checks["program_agrees"].passed, f"{style.key}: {checks}"
+
+
+INDUSTRIAL_FAMILIES = [name for name in FAMILIES if all_families()[name].industrial]
+
+
+def test_some_families_scale_and_the_others_refuse_industrial():
+    assert len(INDUSTRIAL_FAMILIES) >= 3
+    family = all_families()["knapsack_01"]
+    with pytest.raises(ValueError, match="no industrial size"):
+        family.sample(random.Random(0), INDUSTRIAL, family.scenarios[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", INDUSTRIAL_FAMILIES)
+def test_industrial_instances_have_1000_variables_and_verify(name, sandbox):
+    family = all_families()[name]
+    rng, scenario, data = instance(family, 0, INDUSTRIAL)
+    matrix = MatrixModel(family.sense)
+    family.build_highspy(data, matrix)
+    assert len(matrix.col_names) >= 1000
+    assert json.loads(json.dumps(data)) == data
+    program = render_program(family, data, "file")
+    result = verify_instance(family, data, program, program_data(data, "file"), sandbox, program_timeout=60.0)
+    failed = [check for check in result.checks if not check.passed and check.name != "quality"]
+    assert not failed, failed
+
+
+def test_plain_sets_replaces_only_simple_sets():
+    code = ('model.I = pyo.Set(initialize=data["items"])\nmodel.A = pyo.Set(initialize=arcs, dimen=2)\n'
+            'model.x = pyo.Var(model.I, model.A)\nmodel.c = pyo.Constraint(expr=sum(model.x[i, a] for i in model.I '
+            'for a in model.A) <= model.Ilimit)\n')
+    assert plain_sets(code) == ('model.A = pyo.Set(initialize=arcs, dimen=2)\nmodel.x = pyo.Var(data["items"], '
+                                'model.A)\nmodel.c = pyo.Constraint(expr=sum(model.x[i, a] for i in data["items"] '
+                                'for a in model.A) <= model.Ilimit)\n')
+    assert plain_sets("model.x = pyo.Var(range(3))\n") is None
 
 
 @pytest.mark.parametrize("name", FAMILIES)

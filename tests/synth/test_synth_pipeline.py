@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from data_synth.config import SynthConfig
-from data_synth.synthesis import statement_hash
+from data_synth.families import all_families
 from trex_cli.stages.synth import run_synth_stage as run_synth
 
 FAST_FAMILIES = ["diet_blending", "knapsack_01", "min_cost_flow", "production_mix", "transportation"]
@@ -77,11 +77,12 @@ def test_outputs_follow_the_folder_format(reference):
 def test_eval_split_is_disjoint_and_runnable(reference):
     items = read_jsonl(reference / "eval" / "test.jsonl")
     assert len(items) == 6
-    train = {statement_hash(r) for p in (reference / "problems").glob("*.jsonl") for r in read_jsonl(p)}
+    train = {r["instance"] for p in (reference / "problems").glob("*.jsonl") for r in read_jsonl(p)}
     evaluation = [r for p in sorted((reference / "eval" / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
     assert [r["id"] for r in evaluation] == [i["id"] for i in items]
     assert all(r["split"] == "eval" for r in evaluation)
-    assert not train & {statement_hash(r) for r in evaluation}, "no eval problem repeats a training problem"
+    assert len(train) == 24, "every training record is a distinct instance"
+    assert not train & {r["instance"] for r in evaluation}, "no eval problem repeats a training instance"
     for item in items:
         assert set(item) >= {"id", "en_question", "en_answer", "family", "difficulty", "representation",
                              "data_file", "reference_program"}
@@ -89,6 +90,22 @@ def test_eval_split_is_disjoint_and_runnable(reference):
             assert (reference / "eval" / item["data_file"]).is_file()
         if item["en_answer"] != "No Best Solution":
             float(item["en_answer"])
+
+
+def test_eval_statements_use_held_out_skeletons_and_the_overlap_is_reported(reference):
+    train = [r for p in sorted((reference / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
+    evaluation = [r for p in sorted((reference / "eval" / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
+    assert all(r["skeleton"].startswith("open:t") for r in train)
+    assert len({r["program_style"] for r in train}) >= 4, "answers are written in several program styles"
+    samples = [s for p in sorted((reference / "sft").glob("*.jsonl")) for s in read_jsonl(p)]
+    by_id = {r["id"]: r for r in train}
+    assert all(by_id[s["source_id"]]["instance"] == s["instance"] for s in samples)
+    assert all(r["skeleton"].startswith("open:e") for r in evaluation)
+    assert not {r["skeleton"] for r in train} & {r["skeleton"] for r in evaluation}
+    overlap = json.loads((reference / "summary.json").read_text())["overlap"]
+    manifest = json.loads((reference / "manifest.json").read_text())
+    assert manifest["overlap"] == overlap and overlap["n"] == 13 and overlap["eval_ngrams"] > 0
+    assert 0.0 <= overlap["eval_ngram_share_in_train"] <= 0.05
 
 
 def test_programs_run_standalone_with_python(reference, tmp_path):
@@ -162,6 +179,31 @@ def test_bad_settings_name_the_key():
         run_synth(config(families=["no_such_family"]), Path("/nonexistent/never-created"))
     with pytest.raises(ValueError, match="difficulty"):
         run_synth(config(difficulty={"huge": 1.0}), Path("/nonexistent/never-created"))
+    with pytest.raises(ValueError, match=r"difficulty: diet_blending, knapsack_01.* have no industrial size"):
+        run_synth(config(difficulty={"industrial": 1.0}), Path("/nonexistent/never-created"))
+    with pytest.raises(ValueError, match=r"program_styles: unknown styles sets:fancy"):
+        run_synth(config(program_styles=["sets:fancy"]), Path("/nonexistent/never-created"))
+    with pytest.raises(ValueError, match=r"program_styles: min_cost_flow has none of sets:plain"):
+        run_synth(config(program_styles=["sets:plain/builder:module/footer:check"]), Path("/nonexistent/never-created"))
+
+
+def test_industrial_weight_goes_to_the_families_that_scale():
+    from data_synth.synthesis import make_candidate
+
+    mixed = config(difficulty={"small": 0.5, "industrial": 0.5})
+    drawn = [make_candidate(mixed, "train", i) for i in range(40)]
+    industrial = {c.family.name for c in drawn if c.difficulty == "industrial"}
+    assert industrial and all(all_families()[name].industrial for name in industrial)
+    assert any(c.difficulty == "small" and not c.family.industrial for c in drawn)
+
+
+def test_program_styles_pin_the_answer_style(tmp_path):
+    pinned = "sets:plain/builder:function/footer:check"
+    out = tmp_path / "pinned"
+    run_synth(config(n=4, eval_n=1, families=["knapsack_01"], program_styles=[pinned]), out)
+    records = [r for p in sorted((out / "problems").glob("*.jsonl")) for r in read_jsonl(p)]
+    assert len(records) == 4 and {r["program_style"] for r in records} == {pinned}
+    assert all("def build_model(data):" in r["program"] and "pyo.Set(" not in r["program"] for r in records)
 
 
 def test_eval_synth_prompt_is_the_program_sft_prompt(reference):

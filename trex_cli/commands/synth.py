@@ -10,7 +10,7 @@ import typer
 
 from trex_cli.console import out, user_errors
 
-DIFFICULTIES = ("small", "medium", "large")
+DIFFICULTIES = ("small", "medium", "large", "industrial")  # data_synth.family.ALL_DIFFICULTIES
 
 
 def _difficulty_weights(text: str) -> dict[str, float]:
@@ -66,7 +66,7 @@ def synth(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the candidate streams (same seed, same records).")] = None,
     families: Annotated[str | None, typer.Option("--families", help="Comma-separated families (default: all).")] = None,
     holdout_families: Annotated[str | None, typer.Option("--holdout-families", help="Comma-separated families kept out of training (still in eval).")] = None,
-    difficulty: Annotated[str | None, typer.Option("--difficulty", help="small, medium, large, a comma list, or weights: small=0.6,medium=0.4.")] = None,
+    difficulty: Annotated[str | None, typer.Option("--difficulty", help="small, medium, large, industrial (>= 1,000 variables, families that scale), a comma list, or weights: small=0.6,medium=0.4.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Worker processes (each with its own program runner).")] = None,
     eval_n: Annotated[int | None, typer.Option("--eval-n", help="Verified held-out eval items (disjoint seed stream).")] = None,
     infeasible_share: Annotated[float | None, typer.Option("--infeasible-share", help="Share of deliberately infeasible, labelled candidates.")] = None,
@@ -109,3 +109,9 @@ def synth(
               f"{synthesis.counts['eval_items']} eval items; {synthesis.counts['rejects']} rejects "
               f"({', '.join(f'{k} {v}' for k, v in reasons.items()) or 'none'}); "
               f"{this_run.get('verified_per_s') or 0:.1f} verified problems/s; wrote {result.folder}")
+    overlap = synthesis.summary.get("overlap")
+    if overlap:
+        out.print(f"eval/train {overlap['n']}-gram overlap: {overlap['eval_ngram_share_in_train']:.1%} of eval n-grams "
+                  f"occur in training ({overlap['eval_items_sharing_an_ngram']:.0%} of eval items and "
+                  f"{overlap['train_texts_sharing_an_ngram']:.0%} of training samples share one); skeletons per "
+                  f"family: python -m data_synth.stats {result.folder}")

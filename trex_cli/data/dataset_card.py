@@ -4,6 +4,8 @@ card (`README.md` with YAML front matter), plus the rows of the summary table th
 from __future__ import annotations
 
 import json
+import platform
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +63,24 @@ def length_summary(lengths: np.ndarray) -> dict:
     }
 
 
+# What trex writes (synthesized problems, their documents and samples) is released under the project's
+# licence; rows from other sources keep theirs, which the card lists by source for the user to check.
+LICENSE = "apache-2.0"  # the Hugging Face licence id of Apache-2.0
+_VERSIONED = ("trex", "datasets", "tokenizers", "transformers", "numpy", "pyomo", "highspy")
+
+
+def software_versions() -> dict[str, str]:
+    """The versions that decide a build's bytes: Python and the packages that read, tokenize or made the
+    rows ("not installed" for an optional one that is absent)."""
+    versions = {"python": platform.python_version()}
+    for package in _VERSIONED:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
 def _size_category(rows: int) -> str:
     for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
         if rows < limit:
@@ -74,6 +94,7 @@ def write_card(folder: Path, kind: str, stats: dict, meta: dict) -> None:
     rows = meta["num_train_rows"] + meta["num_validation_rows"]
     front = {
         "pretty_name": f"trex {kind.upper()} data",
+        "license": LICENSE,
         "language": ["en"],
         "task_categories": ["text-generation"],
         "size_categories": [_size_category(rows)],
@@ -84,6 +105,8 @@ def write_card(folder: Path, kind: str, stats: dict, meta: dict) -> None:
             "vocab_size": meta["vocab_size"],
             "train_rows": meta["num_train_rows"],
             "validation_rows": meta["num_validation_rows"],
+            "seed": stats["seed"],
+            "versions": stats["versions"],
         },
     }
     lines = ["---", *_yaml(front), "---", "", f"# trex {kind.upper()} data ({title})", ""]
@@ -116,6 +139,13 @@ def write_card(folder: Path, kind: str, stats: dict, meta: dict) -> None:
         f"- Exact dedup on case-folded words: {'on' if cleaning['exact_dedup'] else 'off'}.",
         f"- Near dedup: {'MinHash LSH, Jaccard >= ' + str(cleaning['minhash_threshold']) + ', word ' + str(cleaning['shingle_words']) + '-gram shingles, ' + str(cleaning['minhash_permutations']) + ' permutations' if cleaning['near_dedup'] else 'off'}.",
         f"- Tokenizer: {stats['tokenizer']['origin']} ({stats['tokenizer']['vocab_size']} tokens).",
+        f"- Seed (validation split, mixing, dedup permutations): {stats['seed']}.",
+        "",
+        "## Licence and versions",
+        "",
+        "Rows synthesized by trex are released under Apache-2.0, the project's licence; rows from",
+        "other sources (the table above) keep their own licences. Built with "
+        + ", ".join(f"{name} {version}" for name, version in stats["versions"].items()) + ".",
     ]
     lines += ["", "## Lengths", "", f"See `{stats['histogram']}`.", "", "```json",
               json.dumps(stats["lengths"], indent=2), "```", ""]

@@ -284,6 +284,8 @@ def build_sft(
         "splits": split_rows,
         "tokenizer": {"origin": tokenizer.origin, "vocab_size": tokenizer.vocab_size},
         "cleaning": build.cleaning_settings(config),
+        "seed": config.seed,
+        "versions": dataset_card.software_versions(),
         "lengths": dataset_card.length_summary(lengths),
         "histogram": histogram,
         "decontamination": {"ngram": config.decontaminate_ngram, "benchmarks": benchmarks.item_counts}

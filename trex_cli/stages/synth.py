@@ -50,7 +50,8 @@ def run_synth_stage(config, out: Path, *, force: bool = False, on_progress: Call
         write_text_atomic(folder.path / "recipe.resolved.toml", dumps_toml({"synth": dataclasses.asdict(config)}))
     result = synthesize(config, folder.path, on_progress=on_progress)
     folder.finish(result.counts, {"per_family": result.per_family,
-                                  "reject_reasons": result.summary.get("reject_reasons", {})})
+                                  "reject_reasons": result.summary.get("reject_reasons", {}),
+                                  "overlap": result.summary.get("overlap", {})})
     return result
 
 

@@ -1,0 +1,188 @@
+"""Workforce planning (IP): choose how many staff to hire and let go at the start of each month so that the
+headcount covers every month's required hours, at the least cost of wages, hiring and separations."""
+
+from __future__ import annotations
+
+import random
+
+from data_synth.family import (
+    MatrixModel,
+    ProblemFamily,
+    Row,
+    Scenario,
+    describe_data_file,
+    fmt,
+    markdown_table,
+    size_for,
+)
+from data_synth.statements import Phrasing
+
+SCENARIOS = (
+    Scenario("call_centre", "customer service", {
+        "intro": "A call centre plans its agent headcount for the coming months.",
+        "worker": "agent", "money": "dollars", "month_names": ["January", "February", "March", "April", "May",
+                                                               "June", "July", "August", "September",
+                                                               "October", "November", "December"],
+        "hours_range": (120, 160),
+    }),
+    Scenario("warehouse", "warehouse operations", {
+        "intro": "A fulfilment warehouse sets its picker headcount month by month ahead of the peak season.",
+        "worker": "picker", "money": "euros", "month_names": ["Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "Jan",
+                                                              "Feb", "Mar", "Apr", "May", "Jun"],
+        "hours_range": (140, 170),
+    }),
+    Scenario("clinic", "healthcare staffing", {
+        "intro": "A hospital's nursing office decides its nurse headcount for the next months.",
+        "worker": "nurse", "money": "dollars", "month_names": ["Month 1", "Month 2", "Month 3", "Month 4",
+                                                               "Month 5", "Month 6", "Month 7", "Month 8",
+                                                               "Month 9", "Month 10", "Month 11", "Month 12"],
+        "hours_range": (130, 150),
+    }),
+)
+
+
+class WorkforcePlanning(ProblemFamily):
+    name = "workforce_planning"
+    title = "Workforce planning"
+    problem_type = "IP"
+    sense = "min"
+    scenarios = SCENARIOS
+    domains = {"staff": "nonnegative_integer", "hire": "nonnegative_integer", "release": "nonnegative_integer"}
+    data_fields = {
+        "months": "list of month names, in order",
+        "initial_staff": "staff employed before the first month",
+        "required_hours": "work hours needed in each month, keyed by month",
+        "hours_per_worker": "hours one worker provides in a month",
+        "wage": "monthly wage of one worker",
+        "hire_cost": "cost of hiring one worker",
+        "release_cost": "cost of letting one worker go",
+        "max_hires": "most workers that can be hired in any one month",
+    }
+    phrasings = (
+        Phrasing(r"\bat the start of each month\b", ("at the start of each month", "as each month begins"),
+                 ("on the first day of every month", "when a month opens")),
+        Phrasing(r"\blet go\b", ("let go", "released"), ("laid off", "dismissed")),
+    )
+    model_code = '''\
+model = pyo.ConcreteModel()
+months = data["months"]
+model.staff = pyo.Var(months, domain=pyo.NonNegativeIntegers)
+model.hire = pyo.Var(months, domain=pyo.NonNegativeIntegers, bounds=(0, data["max_hires"]))
+model.release = pyo.Var(months, domain=pyo.NonNegativeIntegers)
+
+model.obj = pyo.Objective(
+    expr=sum(data["wage"] * model.staff[m] + data["hire_cost"] * model.hire[m] + data["release_cost"] * model.release[m]
+             for m in months),
+    sense=pyo.minimize,
+)
+
+
+def balance(model, k):
+    # this month's staff: last month's (or the initial headcount), plus hires, minus separations
+    before = data["initial_staff"] if k == 0 else model.staff[months[k - 1]]
+    return model.staff[months[k]] == before + model.hire[months[k]] - model.release[months[k]]
+
+
+model.balance = pyo.Constraint(range(len(months)), rule=balance)
+model.cover = pyo.Constraint(
+    months, rule=lambda model, m: data["hours_per_worker"] * model.staff[m] >= data["required_hours"][m]
+)
+'''
+
+    def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
+        words = scenario.words
+        n_months = size_for(difficulty, 4, 6, 12)
+        months = words["month_names"][:n_months]
+        hours_per_worker = rng.randint(*words["hours_range"])
+        base = rng.randint(15, 60)
+        required = {m: int(hours_per_worker * base * rng.uniform(0.7, 1.5)) for m in months}
+        return {
+            "months": months,
+            "initial_staff": int(base * rng.uniform(0.8, 1.1)),
+            "required_hours": required,
+            "hours_per_worker": hours_per_worker,
+            "wage": rng.randint(30, 60) * 100,
+            "hire_cost": rng.randint(10, 40) * 100,
+            "release_cost": rng.randint(5, 30) * 100,
+            "max_hires": max(3, int(base * rng.uniform(0.4, 0.8))),
+        }
+
+    def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
+        # the first month needs more staff than the initial headcount plus the most hires can give
+        data = dict(data)
+        first = data["months"][0]
+        workers = data["initial_staff"] + data["max_hires"] + rng.randint(2, 6)
+        data["required_hours"] = {**data["required_hours"], first: workers * data["hours_per_worker"]}
+        return data
+
+    def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        months = data["months"]
+        staff = {m: matrix.add_var(f"staff[{m}]", cost=data["wage"], integer=True) for m in months}
+        hire = {m: matrix.add_var(f"hire[{m}]", 0.0, data["max_hires"], cost=data["hire_cost"], integer=True)
+                for m in months}
+        release = {m: matrix.add_var(f"release[{m}]", cost=data["release_cost"], integer=True) for m in months}
+        for k, m in enumerate(months):
+            row = {staff[m]: 1.0, hire[m]: -1.0, release[m]: 1.0}
+            if k == 0:
+                matrix.add_row(row, data["initial_staff"], data["initial_staff"], name=f"balance[{k}]")
+            else:
+                row[staff[months[k - 1]]] = -1.0
+                matrix.add_row(row, 0.0, 0.0, name=f"balance[{k}]")
+            matrix.add_row({staff[m]: data["hours_per_worker"]}, lower=data["required_hours"][m], name=f"cover[{m}]")
+
+    def constraint_rows(self, data: dict, x: dict):
+        months, staff, hire, release = data["months"], x["staff"], x["hire"], x["release"]
+        for k, m in enumerate(months):
+            before = data["initial_staff"] if k == 0 else staff[months[k - 1]]
+            yield Row(f"balance[{k}]", staff[m] - before - hire[m] + release[m], "==", 0)
+            yield Row(f"cover[{m}]", data["hours_per_worker"] * staff[m], ">=", data["required_hours"][m])
+            yield Row(f"max_hires[{m}]", hire[m], "<=", data["max_hires"])
+
+    def objective_value(self, data: dict, x: dict) -> float:
+        return sum(data["wage"] * x["staff"][m] + data["hire_cost"] * x["hire"][m]
+                   + data["release_cost"] * x["release"][m] for m in data["months"])
+
+    def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
+        return "\n".join(f"- {m}: {fmt(round(x['staff'][m]))} staff (hire {fmt(round(x['hire'][m]))}, "
+                         f"let go {fmt(round(x['release'][m]))})" for m in data["months"])
+
+    def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
+        words = scenario.words
+        worker, money, months = words["worker"], words["money"], data["months"]
+        intro = (f"{words['intro']} It employs {fmt(data['initial_staff'])} {worker}s today. Staff can be hired or "
+                 f"let go at the start of each month, at most {fmt(data['max_hires'])} hires in any month. Each "
+                 f"{worker} works {fmt(data['hours_per_worker'])} hours a month and is paid {fmt(data['wage'])} "
+                 f"{money} a month; hiring one costs {fmt(data['hire_cost'])} {money} and letting one go costs "
+                 f"{fmt(data['release_cost'])} {money}. Every month, the {worker}s on staff must provide at least "
+                 "the hours required.")
+        question = (f"How many {worker}s should be hired and let go each month to cover the work at the lowest "
+                    "total cost of wages, hiring and separations, and what is that cost? Headcounts are whole "
+                    "numbers.")
+        if representation == "text":
+            hours = "; ".join(f"{m} {fmt(data['required_hours'][m])} hours" for m in months)
+            return f"{intro} Required hours: {hours}. {question}"
+        if representation == "table":
+            table = markdown_table(["month", "required hours"], [[m, data["required_hours"][m]] for m in months])
+            return f"{intro}\n\n{table}\n\n{question}"
+        if representation == "file":
+            rules = (f"{words['intro']} Staff can be hired or let go at the start of each month, up to a monthly "
+                     f"hiring limit. Every {worker} provides a fixed number of hours a month and earns a monthly "
+                     f"wage; hiring and letting go cost a fixed amount per {worker}. Every month, the {worker}s on "
+                     "staff must provide at least the hours required.")
+            return f"{rules}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+        raise ValueError(f"unknown representation {representation!r}")
+
+    def formulation(self, data: dict) -> str:
+        return (
+            "**Sets**: months $t = 1, \\dots, T$ in order.\n\n"
+            "**Parameters**: initial staff $s_0$, required hours $r_t$, hours per worker $h$, wage $w$, hiring "
+            "cost $c^h$, separation cost $c^f$, hiring limit $H$.\n\n"
+            "**Variables**: staff $s_t$, hires $a_t$, separations $f_t$, all non-negative integers.\n\n"
+            "$$\n\\begin{aligned}\n\\min\\ & \\sum_t (w s_t + c^h a_t + c^f f_t) \\\\\n"
+            "\\text{s.t.}\\ & s_t = s_{t-1} + a_t - f_t && \\forall t \\\\\n"
+            "& h s_t \\ge r_t && \\forall t \\\\\n"
+            "& 0 \\le a_t \\le H,\\ s_t, a_t, f_t \\in \\mathbb{Z}_{\\ge 0} && \\forall t\n\\end{aligned}\n$$"
+        )
+
+
+FAMILY = WorkforcePlanning()

@@ -1,0 +1,89 @@
+"""Statement skeletons per family, declared and observed: `python -m data_synth.stats [FOLDER]`.
+
+Without a folder it prints, per family and split, how many statement skeletons the family declares
+(`data_synth.statements.skeleton_count`, the smallest over the representations). With a synth folder it
+also counts the distinct skeletons its records actually use, measured on the statements themselves with
+numbers and entity names masked (`masked_skeleton`), and prints the eval/train 13-gram overlap the
+synthesis recorded in `summary.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from data_synth.family import REPRESENTATIONS
+from data_synth.statements import SPLIT_NAMES, entity_names, masked_skeleton, skeleton_count
+
+_SPLIT_FOLDERS = {"train": "problems", "eval": "eval/problems"}
+
+
+def declared_counts() -> dict[str, dict[str, int]]:
+    """family -> split -> the fewest skeletons any representation of it has."""
+    from data_synth.families import all_families
+
+    return {name: {split: min(skeleton_count(split, representation, len(family.scenarios), family.phrasings)
+                              for representation in REPRESENTATIONS) for split in SPLIT_NAMES}
+            for name, family in all_families().items()}
+
+
+def observed_counts(folder: Path) -> dict[str, dict[str, int]]:
+    """family -> split -> distinct masked statements among the folder's records."""
+    if not (folder / "problems").is_dir():
+        raise ValueError(f"{folder} is not a synth folder (no problems/); give the folder `trex synth` wrote")
+    seen: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for split, sub in _SPLIT_FOLDERS.items():
+        for path in sorted((folder / sub).glob("shard-*.jsonl")):
+            for number, line in enumerate(path.read_text().splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    text = masked_skeleton(record["statement"], entity_names(record["parameters"]))
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise ValueError(f"{path}:{number}: not a synth problem record ({error})") from None
+                seen[record["family"]][split].add(text)
+    return {name: {split: len(by_split.get(split, ())) for split in SPLIT_NAMES}
+            for name, by_split in sorted(seen.items())}
+
+
+def report(folder: Path | None = None) -> str:
+    declared = declared_counts()
+    observed = observed_counts(folder) if folder is not None else {}
+    header = f"{'family':34} {'declared train':>14} {'declared eval':>13}"
+    if folder is not None:
+        header += f" {'observed train':>14} {'observed eval':>13}"
+    lines = [header]
+    for name, counts in declared.items():
+        line = f"{name:34} {counts['train']:>14} {counts['eval']:>13}"
+        if folder is not None:
+            seen = observed.get(name, {"train": 0, "eval": 0})
+            line += f" {seen['train']:>14} {seen['eval']:>13}"
+        lines.append(line)
+    if folder is not None:
+        summary_path = folder / "summary.json"
+        overlap = json.loads(summary_path.read_text()).get("overlap") if summary_path.is_file() else None
+        if overlap:
+            lines.append(f"eval/train {overlap['n']}-gram overlap: {overlap['eval_ngram_share_in_train']:.2%} of "
+                         f"eval n-grams occur in training; {overlap['eval_items_sharing_an_ngram']:.2%} of eval items "
+                         f"and {overlap['train_texts_sharing_an_ngram']:.2%} of training samples share one")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m data_synth.stats", description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", type=Path, help="a synth folder (what `trex synth` wrote)")
+    args = parser.parse_args(argv)
+    try:
+        print(report(args.folder))
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

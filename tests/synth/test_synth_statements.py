@@ -1,0 +1,196 @@
+"""Statement skeletons: disjoint wordings per split, layouts that keep every cell, rewrites that keep code and
+names, the overlap report, the masked-skeleton count and `python -m data_synth.stats`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+
+import pytest
+
+from data_synth.config import SynthConfig
+from data_synth.families import all_families
+from data_synth.statements import (
+    DISTRACTORS,
+    FIELD_LAYOUTS,
+    GENERIC_PHRASINGS,
+    OPENINGS,
+    TABLE_LAYOUTS,
+    Phrasing,
+    Skeleton,
+    apply_skeleton,
+    arrange,
+    draw_skeleton,
+    masked_skeleton,
+    overlap_report,
+    relayout_fields,
+    relayout_tables,
+    rephrase,
+)
+from data_synth.stats import declared_counts, main, observed_counts
+from data_synth.synthesis import candidate_statement, make_candidate
+
+TABLE = "Costs:\n\n| plant | Berlin | Paris |\n|---|---|---|\n| North | 4 | 7.5 |\n| South | 12 |  |\n\nDone?"
+
+
+def test_a_wording_cannot_belong_to_both_splits():
+    with pytest.raises(ValueError, match="in both splits"):
+        Phrasing(r"\bat most\b", ("at most", "up to"), ("up to",))
+    with pytest.raises(ValueError, match="capturing group"):
+        Phrasing(r"\bexactly (\d+)\b", ("exactly",), ("precisely",))
+    with pytest.raises(ValueError, match="at least one alternative"):
+        Phrasing(r"\bx\b", ("x",), ())
+
+
+def test_every_wording_axis_is_split_without_sharing():
+    for axis in (OPENINGS, DISTRACTORS, TABLE_LAYOUTS, FIELD_LAYOUTS):
+        shared = (set(axis["train"]) & set(axis["eval"])) - {""}
+        assert not shared, f"{shared} is used by both splits"
+    for rule in GENERIC_PHRASINGS:
+        assert not set(rule.train) & set(rule.eval)
+    train = {draw_skeleton(random.Random(i), "train") for i in range(300)}
+    evaluation = {draw_skeleton(random.Random(i), "eval") for i in range(300)}
+    assert not {s.key for s in train} & {s.key for s in evaluation}
+    assert {s.layout for s in evaluation} == set(TABLE_LAYOUTS["eval"])
+    with pytest.raises(ValueError, match="split 'test'"):
+        draw_skeleton(random.Random(0), "test")
+
+
+def test_every_family_declares_at_least_20_skeletons_per_split():
+    counts = declared_counts()
+    assert set(counts) == set(all_families())
+    assert all(by_split["train"] >= 20 and by_split["eval"] >= 20 for by_split in counts.values()), counts
+
+
+@pytest.mark.parametrize("layout", ["markdown", "records", "transposed", "csv", "aligned"])
+def test_table_layouts_keep_every_cell(layout):
+    text = relayout_tables(TABLE, layout)
+    assert text.startswith("Costs:\n\n") and text.endswith("\n\nDone?")
+    for cell in ("plant", "Berlin", "Paris", "North", "South", "4", "7.5", "12"):
+        assert cell in text
+    if layout == "csv":
+        rows = list(csv.reader(io.StringIO(text.split("```csv\n")[1].split("\n```")[0])))
+        assert rows == [["plant", "Berlin", "Paris"], ["North", "4", "7.5"], ["South", "12", ""]]
+    if layout == "transposed":
+        assert "| plant | North | South |" in text and "| Paris | 7.5 |  |" in text
+    if layout == "records":
+        assert "plant, row by row:\n- North: Berlin 4; Paris 7.5\n- South: Berlin 12\n" in text
+
+
+def test_a_long_table_is_not_transposed():
+    rows = "".join(f"| r{i} | {i} |\n" for i in range(30))
+    text = relayout_tables("| name | value |\n|---|---|\n" + rows, "transposed")
+    assert text.startswith("name, row by row:\n- r0: value 0")
+
+
+def test_field_layouts_keep_every_key_and_meaning():
+    rendered = ("Plan it.\n\nAll data are in the attached file `data.json`, a JSON object with these keys:\n"
+                "- `items`: list of item names\n- `cap`: most weight, keyed by truck\n\nWhat is best?")
+    for layout in FIELD_LAYOUTS["train"] + FIELD_LAYOUTS["eval"]:
+        text = relayout_fields(rendered, layout)
+        assert "`data.json`" in text and "`items`" in text and "`cap`" in text and "most weight" in text
+        assert text.startswith("Plan it.") and text.endswith("What is best?")
+    assert relayout_fields(rendered, "bullets") == rendered
+    long_fields = "".join(f"- `k{i}`: the amount of thing {i} kept in store\n" for i in range(6))
+    block = "All data are in the attached file `data.json`, a JSON object with these keys:\n" + long_fields
+    train_words = [relayout_fields(block, layout) for layout in FIELD_LAYOUTS["train"]]
+    for layout in FIELD_LAYOUTS["eval"]:  # eval layouts put their own words between the fields
+        assert overlap_report(train_words, [relayout_fields(block, layout)])["eval_ngram_share_in_train"] == 0.0
+    with pytest.raises(ValueError, match="field layout"):
+        relayout_fields(rendered, "nonsense")
+
+
+def test_rephrase_keeps_code_and_names_and_never_chains():
+    rules = [Phrasing(r"\bat most\b", ("at most",), ("no more than",)),
+             Phrasing(r"\bno more than\b", ("no more than",), ("not above",)),
+             Phrasing(r"\bnode\b", ("node",), ("vertex",))]
+    text = "At most 5 units reach the node Node Hub; `at most` and ```\nat most\n``` stay."
+    out = rephrase(text, "eval", 0, rules, names=["Node Hub"])
+    assert out == "No more than 5 units reach the vertex Node Hub; `at most` and ```\nat most\n``` stay."
+    assert rephrase(text, "train", 0, rules) == text
+
+
+def test_arrange_moves_the_question_and_adds_opening_and_distractor():
+    text = "A plant makes chairs. Each chair earns $5. How many chairs should it make?"
+    first = arrange(text, "question_first", "From furniture.", "The plant is 40 years old.")
+    assert first == ("From furniture. How many chairs should it make?\n\nA plant makes chairs. "
+                     "The plant is 40 years old. Each chair earns $5.")
+    after = arrange(text, "question_after_opening", "", "")
+    assert after == "A plant makes chairs. How many chairs should it make? Each chair earns $5."
+    assert arrange(text, "question_last", "", "") == text
+
+
+def test_apply_skeleton_changes_the_wording_by_split():
+    family = all_families()["knapsack_01"]
+    scenario = family.scenarios[0]
+    data = family.sample(random.Random(3), "small", scenario)
+    rendered = family.render_statement(data, scenario, "text")
+    train = Skeleton("train", 0, "question_last", 0, 0, "markdown", "bullets")
+    evaluation = Skeleton("eval", 0, "question_last", 0, 0, "csv", "prose")
+    train_text = apply_skeleton(rendered, train, scenario.industry, random.Random(0), family.phrasings)
+    eval_text = apply_skeleton(rendered, evaluation, scenario.industry, random.Random(0), family.phrasings)
+    assert "at most" not in eval_text and "maximize" not in eval_text
+    assert eval_text.startswith(OPENINGS["eval"][0].format(industry=scenario.industry))
+    assert "should" not in eval_text and "the total" not in eval_text.lower()
+    assert "maximize" in train_text and train_text.startswith("A cargo airline")
+
+
+def test_overlap_report_counts_shared_ngrams():
+    words = [f"w{i}" for i in range(20)]
+    train = [" ".join(words)]  # 8 distinct 13-grams
+    evaluation = [" ".join(words[:14]), " ".join(f"x{i}" for i in range(13))]
+    report = overlap_report(train, evaluation)
+    assert report["eval_ngrams"] == 3
+    assert report["eval_ngram_share_in_train"] == round(2 / 3, 4)
+    assert report["eval_items_sharing_an_ngram"] == 0.5
+    assert report["train_texts_sharing_an_ngram"] == 1.0
+    assert overlap_report([], [])["eval_ngram_share_in_train"] == 0.0
+
+
+def test_held_out_statements_share_few_13grams_with_training():
+    """The demo's three families: what is left of their own fixed sentences stays under 5% of the eval
+    split's 13-grams (the rewrites do the rest)."""
+    config = SynthConfig(families=["knapsack_01", "production_mix", "transportation"])
+    train = [candidate_statement(make_candidate(config, "train", i)) for i in range(240)]
+    evaluation = [candidate_statement(make_candidate(config, "eval", i)) for i in range(60)]
+    assert overlap_report(train, evaluation)["eval_ngram_share_in_train"] <= 0.05
+
+
+def test_masked_skeleton_ignores_numbers_names_and_listing_length():
+    small = "Ship from A and B: A costs $4, B costs $7. Demand: X needs 3; Y needs 5."
+    large = "Ship from A, B, and C: A costs $4, B costs $7, C costs $2.5. Demand: X needs 30; Y needs 1; Z needs 8."
+    assert masked_skeleton(small, ["A", "B", "X", "Y"]) == masked_skeleton(large, ["A", "B", "C", "X", "Y", "Z"])
+    assert masked_skeleton(small, ["A", "B", "X", "Y"]) != masked_skeleton(small.replace("needs", "requires"),
+                                                                            ["A", "B", "X", "Y"])
+
+
+def _write_folder(folder, records_by_split):
+    for split, sub in (("train", "problems"), ("eval", "eval/problems")):
+        path = folder / sub / "shard-00000.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records_by_split[split]))
+
+
+def test_stats_counts_distinct_masked_statements(tmp_path, capsys):
+    def record(statement, names):
+        return {"family": "knapsack_01", "statement": statement, "parameters": {"items": names}}
+
+    _write_folder(tmp_path, {
+        "train": [record("Take A or B, 3 kg.", ["A", "B"]), record("Take C or D, 9 kg.", ["C", "D"]),
+                  record("Pick A or B, 3 kg.", ["A", "B"])],
+        "eval": [record("Choose A or B within 3 kg.", ["A", "B"])]})
+    assert observed_counts(tmp_path)["knapsack_01"] == {"train": 2, "eval": 1}
+    (tmp_path / "summary.json").write_text(json.dumps({"overlap": overlap_report(["a b"], ["c d"])}))
+    assert main([str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "knapsack_01" in printed and "13-gram overlap: 0.00%" in printed
+
+
+def test_stats_names_a_folder_that_is_not_a_synth_folder(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "not a synth folder" in capsys.readouterr().err
+    _write_folder(tmp_path, {"train": [{"family": "x"}], "eval": []})
+    with pytest.raises(ValueError, match=r"shard-00000.jsonl:1: not a synth problem record"):
+        observed_counts(tmp_path)
