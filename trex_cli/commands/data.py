@@ -21,8 +21,9 @@ SourceOption = Annotated[
     list[str] | None,
     typer.Option(
         "--source",
-        help="PATH[=SHARE]: a synth folder, resource folder, JSONL corpus or saved dataset, with its share "
-        "of tokens (repeatable; replaces the recipe's sources).",
+        help="PATH[=SHARE]: a synth folder, resource folder, JSONL/JSON/Parquet/CSV file, saved dataset or "
+        "Hub dataset (owner/name, or hub:FOLDER for local data files), with its share of tokens (repeatable; "
+        "replaces the recipe's sources; formats and column mappings: [data.*] sources in the recipe).",
     ),
 ]
 DecontaminateOption = Annotated[
