@@ -32,10 +32,26 @@ InitOption = Annotated[Path | None, typer.Option("--init", help="HF checkpoint f
 EngineOption = Annotated[str | None, typer.Option("--engine", help="native (trex's trainer) or mindspeed.")]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="mindspeed engine: write the launch files only.")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Start again even if the stage folder is finished.")]
+ReportToOption = Annotated[
+    str | None,
+    typer.Option("--report-to", help="Where metrics go besides metrics.jsonl: tensorboard, wandb, or both "
+                 "(comma-separated; WANDB_MODE=offline keeps W&B local); 'none' for neither. Sets train.report_to."),
+]
+EvalEveryOption = Annotated[
+    int | None, typer.Option("--eval-every", help="Validation loss every N steps and at the last (0: off).")
+]
+
+
+def _report_to(text: str | None) -> list[str] | None:
+    """`--report-to wandb,tensorboard` -> ["wandb", "tensorboard"]; "none" -> [] (names are checked by the key)."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return [] if names == ["none"] else names
 
 
 def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_every, nproc, flavor, init, engine,
-           dry_run, force):
+           dry_run, force, report_to=None, eval_every=None):
     import os
 
     from trex_cli.recipe import FlagOverride, flag_overrides, load_recipe
@@ -48,6 +64,8 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
         "--init": (f"train.{stage}.init", str(init) if init is not None else None),
         "--max-steps": (f"train.{stage}.max_steps", max_steps),
         "--save-every": ("train.save_every", save_every),
+        "--report-to": ("train.report_to", _report_to(report_to)),
+        "--eval-every": ("train.eval_every", eval_every),
         "--flavor": ("model.flavor", flavor),
         "--engine": ("train.engine", engine),
         "--run-dir": ("run.run_dir", str(run_dir) if run_dir is not None else None),
@@ -104,9 +122,12 @@ def cpt(
     engine: EngineOption = None,
     dry_run: DryRunOption = False,
     force: ForceOption = False,
+    report_to: ReportToOption = None,
+    eval_every: EvalEveryOption = None,
 ) -> None:
     """Continued pretraining on a `trex data cpt` folder (attention stays inside each packed document)."""
-    _train("cpt", recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force)
+    _train("cpt", recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force,
+           report_to, eval_every)
 
 
 @app.command("sft")
@@ -124,6 +145,9 @@ def sft(
     engine: EngineOption = None,
     dry_run: DryRunOption = False,
     force: ForceOption = False,
+    report_to: ReportToOption = None,
+    eval_every: EvalEveryOption = None,
 ) -> None:
     """Supervised fine-tuning on a `trex data sft` folder (loss on assistant tokens only), from the run's CPT export when there is one."""
-    _train("sft", recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force)
+    _train("sft", recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force,
+           report_to, eval_every)
