@@ -31,14 +31,18 @@ DecontaminateOption = Annotated[
     typer.Option("--decontaminate", help="Benchmark file (JSON/JSONL, B4O) or synth folder to decontaminate against (repeatable)."),
 ]
 TokenizerOption = Annotated[str | None, typer.Option("--tokenizer", help="Folder with tokenizer.json (a model folder or a data folder's tokenizer/).")]
-TrainTokenizerOption = Annotated[int | None, typer.Option("--train-tokenizer", help="Train a byte-level BPE with this vocabulary size.")]
-SeqLenOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per row.")]
+TrainTokenizerOption = Annotated[int | None, typer.Option(
+    "--train-tokenizer", help="Train a byte-level BPE with this vocabulary size.", show_default="data.vocab_size: 2048")]
+SeqLenOption = Annotated[int | None, typer.Option(
+    "--seq-len", help="Tokens per row.", show_default="data.<kind>.seq_len: 1024 (cpt), 2048 (sft)")]
 OutOption = Annotated[
     Path | None,
     typer.Option("--out", help="Output folder (default: <run dir>/data/cpt, data/sft, or data/sft-program for --stage program)."),
 ]
 RunDirOption = Annotated[Path | None, typer.Option("--run-dir", help="Run folder (default: runs/<recipe name>).")]
-SkipBadOption = Annotated[bool | None, typer.Option("--skip-bad/--stop-on-bad", help="Count malformed input into exclusions.jsonl instead of stopping.")]
+SkipBadOption = Annotated[bool | None, typer.Option(
+    "--skip-bad/--stop-on-bad", help="Count malformed input into exclusions.jsonl instead of stopping.",
+    show_default="data.skip_bad: false")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Rebuild even if the folder is finished.")]
 ShowProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars on stderr.")]
 

@@ -24,21 +24,27 @@ SetOption = Annotated[
 ]
 DataOption = Annotated[Path | None, typer.Option("--data", help="Data folder (default: <run dir>/data/<stage>).")]
 RunDirOption = Annotated[Path | None, typer.Option("--run-dir", help="Run folder (default: runs/<recipe name>).")]
-MaxStepsOption = Annotated[int | None, typer.Option("--max-steps", help="Optimizer steps to train.")]
-SaveEveryOption = Annotated[int | None, typer.Option("--save-every", help="Save a checkpoint every N steps.")]
+MaxStepsOption = Annotated[int | None, typer.Option(
+    "--max-steps", help="Optimizer steps to train.", show_default="train.<stage>.max_steps: 100 (cpt), 60 (sft)")]
+SaveEveryOption = Annotated[int | None, typer.Option(
+    "--save-every", help="Save a checkpoint every N steps.", show_default="train.save_every: 50")]
 NprocOption = Annotated[int, typer.Option("--nproc", help="Processes to start on this machine with torchrun.")]
-FlavorOption = Annotated[str | None, typer.Option("--flavor", help="Model flavor for random init: tiny, small, flash, pro.")]
+FlavorOption = Annotated[str | None, typer.Option(
+    "--flavor", help="Model flavor for random init: tiny, small, flash, pro.", show_default="model.flavor: tiny")]
 InitOption = Annotated[Path | None, typer.Option("--init", help="HF checkpoint folder to start from (either layout).")]
-EngineOption = Annotated[str | None, typer.Option("--engine", help="native (trex's trainer) or mindspeed.")]
+EngineOption = Annotated[str | None, typer.Option(
+    "--engine", help="native (trex's trainer) or mindspeed.", show_default="train.engine: native")]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="mindspeed engine: write the launch files only.")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Start again even if the stage folder is finished.")]
 ReportToOption = Annotated[
     str | None,
     typer.Option("--report-to", help="Where metrics go besides metrics.jsonl: tensorboard, wandb, or both "
-                 "(comma-separated; WANDB_MODE=offline keeps W&B local); 'none' for neither. Sets train.report_to."),
+                 "(comma-separated; WANDB_MODE=offline keeps W&B local); 'none' for neither.",
+                 show_default="train.report_to: none"),
 ]
 EvalEveryOption = Annotated[
-    int | None, typer.Option("--eval-every", help="Validation loss every N steps and at the last (0: off).")
+    int | None, typer.Option("--eval-every", help="Validation loss every N steps and at the last (0: off).",
+                             show_default="train.eval_every: 50")
 ]
 
 
