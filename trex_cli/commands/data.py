@@ -84,9 +84,11 @@ def _print_summary(result, title: str) -> None:
         out.print(result.said())
         return
     stats = result.details
+    # 80 columns: numbers keep their width, a long source path folds onto more lines (never an ellipsis)
     sources = Table(title=title)
-    for column in ("source", "read", "kept", "tokens kept", "tokens in mix", "share", "repeats"):
-        sources.add_column(column, justify="left" if column == "source" else "right")
+    sources.add_column("source", overflow="fold", ratio=1)
+    for column in ("read", "kept", "tokens\nkept", "tokens\nin mix", "share", "repeats"):
+        sources.add_column(column, justify="right", no_wrap=True)
     for row in stats["sources"]:
         sources.add_row(
             row["source"], str(row["read"]), str(row["kept"]), f"{row['tokens_kept']:,}", f"{row['tokens_in_mix']:,}",
@@ -99,7 +101,7 @@ def _print_summary(result, title: str) -> None:
     for name, split in stats["splits"].items():
         splits.add_row(name, f"{split['rows']:,}", f"{split['tokens']:,}")
     out.print(splits)
-    drops = Table(title="dropped (see exclusions.jsonl)")
+    drops = Table(title="dropped", caption="rows: exclusions.jsonl")
     drops.add_column("reason")
     drops.add_column("rows", justify="right")
     for reason, count in (stats["drops_by_reason"] or {"none": 0}).items():
