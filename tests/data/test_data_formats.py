@@ -144,3 +144,18 @@ def test_the_data_folder_is_a_dataset_dict(tmp_path):
     assert isinstance(loaded, datasets.DatasetDict) and set(loaded) == {"train", "validation"}
     assert loaded["train"].num_rows == stats["splits"]["train"]["rows"] and loaded["validation"].num_rows > 0
     assert "completion_mask" not in loaded["train"].column_names  # CPT: trl has no name for its mask
+
+
+def test_an_unknown_hub_id_offline_is_one_clear_line(tmp_path):
+    """A bare owner/name with no such local path goes to the Hub; offline, the error says both."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "cache"), "COLUMNS": "400"}
+    result = subprocess.run(
+        [sys.executable, "-m", "trex_cli.app", "data", "cpt", "--source", "nobody-here/no-such-set", "--run-dir",
+         str(tmp_path)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "data source nobody-here/no-such-set: no such local path, and datasets.load_dataset could not load it" in result.stderr

@@ -182,9 +182,10 @@ def load_table(spec: SourceSpec, path: Path | None = None):
     except ValueError as error:
         raise ValueError(f"data source {spec.path}: {error}") from None
     except Exception as error:  # datasets raises its own types (not found, gated, offline, parse errors)
+        what = "no such local path, and " if kind == "hub" and not spec.path.startswith(HUB_PREFIX) else ""
         raise ValueError(
-            f"data source {spec.path}: datasets could not load it ({type(error).__name__}: {error}); check the "
-            "id or file, the source's split and subset, and for a gated Hub dataset `hf auth login`"
+            f"data source {spec.path}: {what}datasets.load_dataset could not load it ({type(error).__name__}: {error}); "
+            "check the path or id, the source's split and subset, and for a gated Hub dataset `hf auth login`"
         ) from None
     return loaded
 
