@@ -120,9 +120,10 @@ def _manifest_stage(path: Path) -> str | None:
         return None
 
 
-def iter_json_lines(path: Path, source: str, bad: BadInput) -> Iterator[tuple[int, dict]]:
+def iter_json_lines(path: Path, source: str, bad: BadInput, empty_is_bad: bool = True) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-empty line; malformed lines go to `bad`. Each line is decoded
-    on its own, so one bad byte costs its line only; a file with no record at all goes to `bad` too."""
+    on its own, so one bad byte costs its line only; a file with no record at all goes to `bad` too,
+    unless `empty_is_bad` is False (a synth shard of a block whose candidates were all rejected)."""
     records = 0
     with open(path, "rb") as stream:
         for line_number, raw in enumerate(stream, start=1):
@@ -145,7 +146,7 @@ def iter_json_lines(path: Path, source: str, bad: BadInput) -> Iterator[tuple[in
                 bad(source, where, "expected a JSON object", "write one object per line")
                 continue
             yield line_number, record
-    if records == 0:
+    if records == 0 and empty_is_bad:
         bad(source, str(path), "the file is empty (no JSON lines)", "fill it or remove it from the sources")
 
 
@@ -180,11 +181,12 @@ def load_table(spec: SourceSpec, path: Path | None = None):
             builder = TABLE_SUFFIXES[path.suffix.lower()]
             loaded = datasets.load_dataset(builder, data_files=str(path), split="train")
     except ValueError as error:
-        raise ValueError(f"data source {spec.path}: {error}") from None
+        raise ValueError(f"data source {path or spec.path}: {error}") from None
     except Exception as error:  # datasets raises its own types (not found, gated, offline, parse errors)
         what = "no such local path, and " if kind == "hub" and not spec.path.startswith(HUB_PREFIX) else ""
+        reader = "datasets.load_from_disk" if kind == "dataset" else "datasets.load_dataset"
         raise ValueError(
-            f"data source {spec.path}: {what}datasets.load_dataset could not load it ({type(error).__name__}: {error}); "
+            f"data source {path or spec.path}: {what}{reader} could not load it ({type(error).__name__}: {error}); "
             "check the path or id, the source's split and subset, and for a gated Hub dataset `hf auth login`"
         ) from None
     return loaded
@@ -222,7 +224,7 @@ def read_documents(spec: SourceSpec, bad: BadInput) -> list[Document]:
             raise ValueError(f"synth folder {path} has no cpt_docs/ (run `trex synth` with CPT documents on)")
         documents: list[Document] = []
         for file in _jsonl_files(folder):
-            documents.extend(_documents_from_records(_jsonl_records(file, spec.path, bad), spec, bad))
+            documents.extend(_documents_from_records(_jsonl_records(file, spec.path, bad, False), spec, bad))
         return documents
     if kind in ("hub", "dataset"):
         return list(_documents_from_records(_table_records(spec, required=_text_column(spec)), spec, bad))
@@ -277,8 +279,10 @@ def _documents_from_file(file: Path, spec: SourceSpec, bad: BadInput) -> list[Do
     )
 
 
-def _jsonl_records(file: Path, source: str, bad: BadInput) -> Iterator[tuple[str, str, dict]]:
-    for line_number, record in iter_json_lines(file, source, bad):
+def _jsonl_records(
+    file: Path, source: str, bad: BadInput, empty_is_bad: bool = True
+) -> Iterator[tuple[str, str, dict]]:
+    for line_number, record in iter_json_lines(file, source, bad, empty_is_bad):
         yield f"{file.name}:{line_number}", f"{file}:{line_number}", record
 
 
@@ -327,7 +331,8 @@ def read_conversations(spec: SourceSpec, bad: BadInput) -> list[Conversation]:
         files = sorted(path.rglob("*.jsonl"))
     conversations = []
     for file in files:
-        conversations.extend(_conversations_from_records(_jsonl_records(file, spec.path, bad), spec, bad))
+        records = _jsonl_records(file, spec.path, bad, empty_is_bad=kind != "synth")
+        conversations.extend(_conversations_from_records(records, spec, bad))
     return conversations
 
 
