@@ -1,6 +1,6 @@
 """The Slurm template (`scripts/slurm/trex-train.sbatch`) starts a real multi-rank job: run here with
 `srun` and `scontrol` standing in for Slurm's (one node, two gloo ranks), through the same torchrun c10d
-rendezvous a multi-node job uses."""
+rendezvous a multi-node job uses, with the validation loss computed across both ranks."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_sbatch_template_runs_a_two_rank_job_through_the_rendezvous(tmp_path):
         "PYTHONPATH": str(REPO),
     })
     result = subprocess.run(
-        ["bash", str(SBATCH), "cpt", "--run-dir", str(root), "--max-steps", "2", "--eval-every", "0",
+        ["bash", str(SBATCH), "cpt", "--run-dir", str(root), "--max-steps", "2", "--eval-every", "1",
          "--set", 'train.dtype="fp32"', "--set", "train.cpt.global_batch_size=2", "--set", "train.cpt.micro_batch_size=1"],
         env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )
@@ -54,6 +54,9 @@ def test_sbatch_template_runs_a_two_rank_job_through_the_rendezvous(tmp_path):
     assert "1 nodes x 2 ranks, rendezvous 127.0.0.1:" in result.stdout
     manifest = json.loads((root / "train" / "cpt" / "manifest.json").read_text())
     assert manifest["counts"]["steps"] == 2 and manifest["summary"]["layout"]["dp_shard"] == 2
+    # validation runs on both FSDP ranks (each its half of every batch), reduced to one figure per step
+    validation = [json.loads(line) for line in (root / "train" / "cpt" / "validation.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in validation] == [1, 2] and all(0 < r["loss"] < 20 for r in validation)
 
 
 def test_sbatch_template_needs_a_stage_and_parses():
