@@ -137,8 +137,16 @@ def test_report_to_names_unknown_reporters_and_missing_packages(tmp_path, monkey
 
     from trex_cli.train.job import check_reporters
 
-    with pytest.raises(ValueError, match=r"report_to: \['mlflow'\] unknown; use any of tensorboard, wandb"):
+    with pytest.raises(ValueError, match=r"\[train\].report_to: \['mlflow'\] unknown; use any of tensorboard, wandb"):
         TrainSection(report_to=["mlflow"])
+    from typer.testing import CliRunner
+
+    from trex_cli.app import app
+
+    result = CliRunner().invoke(app, ["train", "cpt", "--run-dir", str(tmp_path), "--report-to", "wandb,mlflow"])
+    assert result.exit_code == 1 and "--report-to ['wandb', 'mlflow']: [train].report_to: ['mlflow'] unknown" in (
+        " ".join(result.output.split())
+    )
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "wandb" else real_find_spec(name))
     with pytest.raises(ValueError, match=r"--report-to wandb: the wandb package is not installed; pip install 'trex\[wandb\]'"):

@@ -88,7 +88,7 @@ class TrainSection:
     def __post_init__(self) -> None:
         unknown = [name for name in self.report_to if name not in REPORTERS]
         if unknown:
-            raise ValueError(f"[train] report_to: {unknown} unknown; use any of {', '.join(REPORTERS)}")
+            raise ValueError(f"[train].report_to: {unknown} unknown; use any of {', '.join(REPORTERS)}")
         if self.eval_every < 0 or self.eval_steps < 0:
             raise ValueError("[train] eval_every and eval_steps must be 0 or more (eval_every = 0 turns validation off)")
 
