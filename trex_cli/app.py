@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -26,6 +27,32 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib import metadata
+
+        from trex_cli import __version__
+
+        try:
+            torch_version = metadata.version("torch")
+        except metadata.PackageNotFoundError:
+            torch_version = "not installed"
+        typer.echo(f"trex {__version__} (torch {torch_version}, Python {sys.version.split()[0]})")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print trex's version and exit.")
+    ] = False,
+) -> None:
+    """Post-train DeepSeek-V4 MoE models for Operations Research: synth -> data -> train -> eval, and plan
+    SuperPOD layouts."""
+
 
 app.command("synth")(synth.synth)
 app.add_typer(data.app, name="data")

@@ -71,3 +71,35 @@ def test_sampling_and_top_p():
     assert draws == {0, 1}
     with pytest.raises(ValueError, match="at least one token"):
         DeepseekV4ForCausalLM.generate(None, [[]], max_new_tokens=1)
+
+
+def test_on_step_reports_every_new_token_and_finished_rows(model):
+    """The progress hook the hf eval backend prints from: one call per decoding step, in order."""
+    calls = []
+    new_tokens = model.generate([[5, 9, 200], [3, 3, 8, 8]], max_new_tokens=6, temperature=0.0,
+                                on_step=lambda tokens, finished: calls.append((tokens, finished)))
+    assert [tokens for tokens, _ in calls] == [1, 2, 3, 4, 5, 6] and calls[-1][1] == 2
+    assert [finished for _, finished in calls[:-1]] == [0] * 5 and all(len(row) == 6 for row in new_tokens)
+    eos = new_tokens[0][0]  # the first row stops at once when its first token is the EOS
+    calls.clear()
+    model.generate([[5, 9, 200], [3, 3, 8, 8]], max_new_tokens=6, temperature=0.0, eos_token_id=eos,
+                   on_step=lambda tokens, finished: calls.append((tokens, finished)))
+    assert calls[0][1] >= 1
+
+
+def test_hf_generator_progress_lines(capsys, monkeypatch):
+    """The hf backend prints where a batch is, at most every `progress_every` seconds."""
+    from trex_cli.evaluate import generators
+
+    generator = generators.HFGenerator.__new__(generators.HFGenerator)  # no checkpoint needed for the line
+    generator.max_tokens, generator.progress_every = 700, 10.0
+    clock = iter([100.0, 105.0, 111.0, 112.0])
+    monkeypatch.setattr(generators.time, "monotonic", lambda: next(clock))
+    on_step = generator._progress_line(1, 2, 30)
+    on_step(50, 0)  # 5 s after the start: quiet
+    on_step(120, 3)  # 11 s: a line
+    on_step(125, 3)  # 1 s after that line: quiet
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["hf: batch 1/2 (30 prompts): 120/700 tokens, 3 finished, 10.9 tokens/s per prompt"]
+    generator.progress_every = 0.0
+    assert generator._progress_line(1, 1, 1) is None

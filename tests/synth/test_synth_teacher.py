@@ -11,8 +11,8 @@ import pytest
 
 from data_synth.config import SynthConfig
 from data_synth.families import get_family
-from trex_cli.stages.synth import run_synth_stage as run_synth
 from data_synth.teacher import check_rewrite, rewrite_statement
+from trex_cli.stages.synth import run_synth_stage as run_synth
 
 
 class TeacherHandler(BaseHTTPRequestHandler):

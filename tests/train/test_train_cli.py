@@ -32,7 +32,7 @@ def test_cpt_then_sft_run_folders(tmp_path):
     assert (stage / "loss.png").stat().st_size > 0 and (stage / "recipe.resolved.toml").is_file()
     record = json.loads((stage / "metrics.jsonl").read_text().splitlines()[-1])
     assert record["mfu_v4"] > 0 and record["peak"].startswith("CPU measured") and record["peak_memory_bytes"] > 0
-    assert "step     5" in result.stdout
+    assert "step  5/30" in result.stdout and "mem " in result.stdout and "eta " in result.stdout
 
     # the export loads in transformers and gives the trained model's numbers
     import transformers

@@ -1,8 +1,10 @@
 """Parallel correctness on CPU (gloo, fp32): each layout trains the tiny model for 10 steps through the
 real command (`trex train cpt --nproc N`, torchrun) and must give the single-process loss at every
-step within 1e-5 relative."""
+step within 1e-5 relative, and the same validation loss where the layout computes one."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from conftest import TINY_FP32, losses, make_data_folder, run_trex
@@ -29,13 +31,19 @@ def single_process_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("parallel")
     data = make_data_folder(root / "data", "cpt", rows=16, seq_len=32)
     run_trex("train", "cpt", "--data", str(data), "--run-dir", str(root / "single"), *TINY_FP32)
-    return data, losses(root / "single" / "train" / "cpt")
+    return data, losses(root / "single" / "train" / "cpt"), validation_losses(root / "single" / "train" / "cpt")
+
+
+def validation_losses(stage_folder) -> list[float]:
+    """The validation passes' losses (the last step's: TINY_FP32 trains fewer steps than eval_every)."""
+    path = stage_folder / "validation.jsonl"
+    return [json.loads(line)["loss"] for line in path.read_text().splitlines() if line] if path.is_file() else []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_layout_matches_single_process(layout, single_process_run, tmp_path):
-    data, reference = single_process_run
+    data, reference, reference_validation = single_process_run
     nproc, settings = LAYOUTS[layout]
     overrides = [arg for setting in settings for arg in ("--set", setting)]
     run_dir = tmp_path / layout
@@ -44,3 +52,10 @@ def test_layout_matches_single_process(layout, single_process_run, tmp_path):
     assert len(parallel) == len(reference) == 10
     worst = max(abs(a - b) / abs(a) for a, b in zip(reference, parallel, strict=True))
     assert worst < 1e-5, f"{layout}: worst relative loss difference {worst:.2e}\n{reference}\n{parallel}"
+    # the validation loss, reduced over the data-parallel ranks, is the single process's too (pipelined
+    # layouts do not compute it yet)
+    validation = validation_losses(run_dir / "train" / "cpt")
+    if "pp" in layout:
+        assert validation == []
+    else:
+        assert len(reference_validation) == 1 and validation == pytest.approx(reference_validation, rel=1e-5)

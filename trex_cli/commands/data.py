@@ -21,8 +21,9 @@ SourceOption = Annotated[
     list[str] | None,
     typer.Option(
         "--source",
-        help="PATH[=SHARE]: a synth folder, resource folder, JSONL corpus or saved dataset, with its share "
-        "of tokens (repeatable; replaces the recipe's sources).",
+        help="PATH[=SHARE]: a synth folder, resource folder, JSONL/JSON/Parquet/CSV file, saved dataset or "
+        "Hub dataset (owner/name, or hub:FOLDER for local data files), with its share of tokens (repeatable; "
+        "replaces the recipe's sources; formats and column mappings: [data.*] sources in the recipe).",
     ),
 ]
 DecontaminateOption = Annotated[
@@ -30,14 +31,18 @@ DecontaminateOption = Annotated[
     typer.Option("--decontaminate", help="Benchmark file (JSON/JSONL, B4O) or synth folder to decontaminate against (repeatable)."),
 ]
 TokenizerOption = Annotated[str | None, typer.Option("--tokenizer", help="Folder with tokenizer.json (a model folder or a data folder's tokenizer/).")]
-TrainTokenizerOption = Annotated[int | None, typer.Option("--train-tokenizer", help="Train a byte-level BPE with this vocabulary size.")]
-SeqLenOption = Annotated[int | None, typer.Option("--seq-len", help="Tokens per row.")]
+TrainTokenizerOption = Annotated[int | None, typer.Option(
+    "--train-tokenizer", help="Train a byte-level BPE with this vocabulary size.", show_default="data.vocab_size: 2048")]
+SeqLenOption = Annotated[int | None, typer.Option(
+    "--seq-len", help="Tokens per row.", show_default="data.<kind>.seq_len: 1024 (cpt), 2048 (sft)")]
 OutOption = Annotated[
     Path | None,
     typer.Option("--out", help="Output folder (default: <run dir>/data/cpt, data/sft, or data/sft-program for --stage program)."),
 ]
 RunDirOption = Annotated[Path | None, typer.Option("--run-dir", help="Run folder (default: runs/<recipe name>).")]
-SkipBadOption = Annotated[bool | None, typer.Option("--skip-bad/--stop-on-bad", help="Count malformed input into exclusions.jsonl instead of stopping.")]
+SkipBadOption = Annotated[bool | None, typer.Option(
+    "--skip-bad/--stop-on-bad", help="Count malformed input into exclusions.jsonl instead of stopping.",
+    show_default="data.skip_bad: false")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Rebuild even if the folder is finished.")]
 ShowProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars on stderr.")]
 
@@ -79,9 +84,11 @@ def _print_summary(result, title: str) -> None:
         out.print(result.said())
         return
     stats = result.details
+    # 80 columns: numbers keep their width, a long source path folds onto more lines (never an ellipsis)
     sources = Table(title=title)
-    for column in ("source", "read", "kept", "tokens kept", "tokens in mix", "share", "repeats"):
-        sources.add_column(column, justify="left" if column == "source" else "right")
+    sources.add_column("source", overflow="fold", ratio=1)
+    for column in ("read", "kept", "tokens\nkept", "tokens\nin mix", "share", "repeats"):
+        sources.add_column(column, justify="right", no_wrap=True)
     for row in stats["sources"]:
         sources.add_row(
             row["source"], str(row["read"]), str(row["kept"]), f"{row['tokens_kept']:,}", f"{row['tokens_in_mix']:,}",
@@ -94,7 +101,7 @@ def _print_summary(result, title: str) -> None:
     for name, split in stats["splits"].items():
         splits.add_row(name, f"{split['rows']:,}", f"{split['tokens']:,}")
     out.print(splits)
-    drops = Table(title="dropped (see exclusions.jsonl)")
+    drops = Table(title="dropped", caption="rows: exclusions.jsonl")
     drops.add_column("reason")
     drops.add_column("rows", justify="right")
     for reason, count in (stats["drops_by_reason"] or {"none": 0}).items():

@@ -24,18 +24,40 @@ SetOption = Annotated[
 ]
 DataOption = Annotated[Path | None, typer.Option("--data", help="Data folder (default: <run dir>/data/<stage>).")]
 RunDirOption = Annotated[Path | None, typer.Option("--run-dir", help="Run folder (default: runs/<recipe name>).")]
-MaxStepsOption = Annotated[int | None, typer.Option("--max-steps", help="Optimizer steps to train.")]
-SaveEveryOption = Annotated[int | None, typer.Option("--save-every", help="Save a checkpoint every N steps.")]
+MaxStepsOption = Annotated[int | None, typer.Option(
+    "--max-steps", help="Optimizer steps to train.", show_default="train.<stage>.max_steps: 100 (cpt), 60 (sft)")]
+SaveEveryOption = Annotated[int | None, typer.Option(
+    "--save-every", help="Save a checkpoint every N steps.", show_default="train.save_every: 50")]
 NprocOption = Annotated[int, typer.Option("--nproc", help="Processes to start on this machine with torchrun.")]
-FlavorOption = Annotated[str | None, typer.Option("--flavor", help="Model flavor for random init: tiny, small, flash, pro.")]
+FlavorOption = Annotated[str | None, typer.Option(
+    "--flavor", help="Model flavor for random init: tiny, small, flash, pro.", show_default="model.flavor: tiny")]
 InitOption = Annotated[Path | None, typer.Option("--init", help="HF checkpoint folder to start from (either layout).")]
-EngineOption = Annotated[str | None, typer.Option("--engine", help="native (trex's trainer) or mindspeed.")]
+EngineOption = Annotated[str | None, typer.Option(
+    "--engine", help="native (trex's trainer) or mindspeed.", show_default="train.engine: native")]
 DryRunOption = Annotated[bool, typer.Option("--dry-run", help="mindspeed engine: write the launch files only.")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Start again even if the stage folder is finished.")]
+ReportToOption = Annotated[
+    str | None,
+    typer.Option("--report-to", help="Where metrics go besides metrics.jsonl: tensorboard, wandb, or both "
+                 "(comma-separated; WANDB_MODE=offline keeps W&B local); 'none' for neither.",
+                 show_default="train.report_to: none"),
+]
+EvalEveryOption = Annotated[
+    int | None, typer.Option("--eval-every", help="Validation loss every N steps and at the last (0: off).",
+                             show_default="train.eval_every: 50")
+]
+
+
+def _report_to(text: str | None) -> list[str] | None:
+    """`--report-to wandb,tensorboard` -> ["wandb", "tensorboard"]; "none" -> [] (names are checked by the key)."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return [] if names == ["none"] else names
 
 
 def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_every, nproc, flavor, init, engine,
-           dry_run, force):
+           dry_run, force, report_to=None, eval_every=None):
     import os
 
     from trex_cli.recipe import FlagOverride, flag_overrides, load_recipe
@@ -48,6 +70,8 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
         "--init": (f"train.{stage}.init", str(init) if init is not None else None),
         "--max-steps": (f"train.{stage}.max_steps", max_steps),
         "--save-every": ("train.save_every", save_every),
+        "--report-to": ("train.report_to", _report_to(report_to)),
+        "--eval-every": ("train.eval_every", eval_every),
         "--flavor": ("model.flavor", flavor),
         "--engine": ("train.engine", engine),
         "--run-dir": ("run.run_dir", str(run_dir) if run_dir is not None else None),
@@ -105,8 +129,11 @@ def _register(stage: str, help_text: str) -> None:
         engine: EngineOption = None,
         dry_run: DryRunOption = False,
         force: ForceOption = False,
+        report_to: ReportToOption = None,
+        eval_every: EvalEveryOption = None,
     ) -> None:
-        _train(stage, recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force)
+        _train(stage, recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force,
+               report_to, eval_every)
 
     command.__doc__ = help_text
     command.__name__ = stage

@@ -13,9 +13,9 @@ import numpy as np
 
 from trex_cli.artifacts import StageFolder, StageState, read_manifest
 from trex_cli.data.config import DataConfig, SourceSpec
-from trex_cli.data.readers import source_kind
+from trex_cli.data.readers import hub_id, source_kind
 
-TRANSFORM_VERSION = 1  # bump when a change to the build changes its output for the same inputs
+TRANSFORM_VERSION = 2  # bump when a change to the build changes its output for the same inputs
 
 
 @dataclasses.dataclass
@@ -88,7 +88,14 @@ def stage_inputs_and_signature(
     """Stage folders among the inputs (tracked by manifest lineage) and signatures of the rest."""
     stage_inputs: list[Path] = []
     signatures: dict[str, list] = {}
-    for path in [Path(s.path) for s in sources] + extra_paths:
+    for name in [s.path for s in sources] + [str(p) for p in extra_paths]:
+        identifier = hub_id(name)
+        if identifier is not None:
+            if Path(identifier).exists():  # a local folder read the Hub way
+                signatures[name] = _file_signature(Path(identifier))
+            # a Hub id is decided by its id, split, subset and revision (pin `revision` to rebuild on change)
+            continue
+        path = Path(name)
         if path.is_dir() and (path / "manifest.json").is_file():
             stage_inputs.append(path)
         elif source_kind(path) == "synth":
@@ -107,7 +114,7 @@ def fingerprint_config(config: DataConfig, kind: str, sources: list[SourceSpec],
     settings.pop(other)
     # a build that succeeds without --skip-bad had nothing to skip: the flag never changes an output
     settings.pop("skip_bad")
-    settings[kind]["sources"] = [dataclasses.asdict(s) for s in sources]
+    settings[kind]["sources"] = [s.settings() for s in sources]
     return {"data": settings, "input_files": signatures, "transform_version": TRANSFORM_VERSION}
 
 

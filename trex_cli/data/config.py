@@ -22,14 +22,49 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
+# the record fields a source's `columns` can map to its own column names (see readers.py)
+RECORD_FIELDS = ("text", "id", "messages", "conversations", "prompt", "completion", "instruction", "input",
+                 "output", "system")
+
 
 @dataclass
 class SourceSpec:
-    """One input: a synth folder, a folder of resources (.md, .txt, .jsonl, .mps, .lp), a JSONL
-    corpus file or a folder saved by `datasets.save_to_disk`; `share` is its share of the tokens."""
+    """One input: a synth folder, a folder of resources (.md, .txt, .jsonl, .mps, .lp), a JSONL, JSON,
+    Parquet or CSV file, a folder saved by `datasets.save_to_disk`, or a Hugging Face Hub id (`owner/name`,
+    or `hub:ID`, which also reads a local folder of data files the way `datasets.load_dataset` does);
+    `share` is its share of the tokens.
+
+    ```toml
+    { path = "hub:tatsu-lab/alpaca", share = 0.2 }
+    { path = "corpora/chats.parquet", format = "sharegpt", columns = { conversations = "dialog" } }
+    ```
+    """
 
     path: str = ""
     share: float | None = None
+    # the records' format; "auto" recognizes each record by its columns (text for CPT; messages,
+    # conversations, prompt + completion or instruction + output for SFT)
+    format: Literal["auto", "text", "messages", "sharegpt", "alpaca", "prompt_completion"] = "auto"
+    columns: dict[str, str] = field(default_factory=dict)  # trex's field -> this source's column
+    split: str = "train"  # of a Hub dataset, a saved DatasetDict or a folder of data files
+    subset: str = ""  # a Hub dataset's configuration name
+    revision: str = ""  # a Hub dataset's branch, tag or commit
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.columns) - set(RECORD_FIELDS))
+        if unknown:
+            raise ValueError(
+                f"data source {self.path}: columns maps unknown fields {unknown}; map any of "
+                f"{', '.join(RECORD_FIELDS)} to the source's column names"
+            )
+
+    def settings(self) -> dict:
+        """The settings that decide what is read: path and share, and the others where not default."""
+        defaults = SourceSpec()
+        return {
+            key: value for key, value in dataclasses.asdict(self).items()
+            if key in ("path", "share") or value != getattr(defaults, key)
+        }
 
     @classmethod
     def parse(cls, text: str) -> SourceSpec:

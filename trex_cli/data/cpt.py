@@ -27,7 +27,7 @@ from trex_cli.data.exclusions import ExclusionLog
 from trex_cli.data.mixing import mix_by_shares
 from trex_cli.data.normalize import WordHasher, normalize_text
 from trex_cli.data.readers import BadInput, Document, read_documents
-from trex_cli.data.shards import save_rows
+from trex_cli.data.shards import save_rows, write_dataset_dict
 from trex_cli.data.tokenizer import load_tokenizer, train_tokenizer
 
 
@@ -97,7 +97,7 @@ def build_cpt(
         read_counts: dict[str, int] = {}
         with phase("read"):
             for source in sources:
-                source_documents = read_documents(source.path, bad)
+                source_documents = read_documents(source, bad)
                 for document in source_documents:
                     document.text = normalize_text(document.text)
                 read_counts[source.path] = len(source_documents)
@@ -199,6 +199,7 @@ def build_cpt(
                 "capped_by_max_upsample": train_mix.capped,
             }
         )
+    write_dataset_dict(Path(out), list(split_rows))
     exclusions.write(Path(out) / "exclusions.jsonl")
     histogram = "lengths.png"
     dataset_card.write_histogram(Path(out) / histogram, lengths, seq_len, "CPT document lengths (after cleaning)", "document")

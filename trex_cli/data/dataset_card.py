@@ -111,10 +111,12 @@ def write_card(folder: Path, kind: str, stats: dict, meta: dict) -> None:
     }
     lines = ["---", *_yaml(front), "---", "", f"# trex {kind.upper()} data ({title})", ""]
     lines += [
-        "Built by `trex data " + kind + "`. Load with `datasets.load_from_disk(\"train\")` (and `validation`);",
-        "the tokenizer is in `tokenizer/` (Hugging Face form). Columns: `input_ids` (int32), `loss_mask` (int8,",
-        "1 where the token is a training target), `position_ids` (int32, restarting at 0 at every document",
-        "or sample start: attention should stay within a segment).",
+        "Built by `trex data " + kind + "`. Load with `datasets.load_from_disk(\"<this folder>\")` (a DatasetDict",
+        "with `train` and `validation`); the tokenizer is in `tokenizer/` (Hugging Face form). Columns:",
+        "`input_ids` (int32), `loss_mask` (int8, 1 where the token is a training target), `position_ids` (int32,",
+        "restarting at 0 at every document or sample start: attention should stay within a segment)"
+        + (", and `completion_mask`, the loss mask under trl's name (`SFTConfig(completion_only_loss=True)`)."
+           if kind == "sft" else "."),
         "",
         "## Sources",
         "",

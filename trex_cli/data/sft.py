@@ -34,7 +34,7 @@ from trex_cli.data.exclusions import ExclusionLog
 from trex_cli.data.mixing import mix_by_shares
 from trex_cli.data.normalize import WordHasher, normalize_text
 from trex_cli.data.readers import BadInput, Conversation, read_conversations
-from trex_cli.data.shards import save_rows
+from trex_cli.data.shards import save_rows, write_dataset_dict
 from trex_cli.data.tokenizer import DataTokenizer, load_tokenizer, train_tokenizer
 
 PROGRAM_STYLE = "program"
@@ -173,7 +173,7 @@ def build_sft(
         read_counts: dict[str, int] = {}
         not_selected: Counter[str] = Counter()
         for source in sources:
-            source_conversations = read_conversations(source.path, bad)
+            source_conversations = read_conversations(source, bad)
             read_counts[source.path] = len(source_conversations)
             for conversation in source_conversations:
                 if section.stage == "program" and conversation.answer_style not in (None, PROGRAM_STYLE):
@@ -237,7 +237,7 @@ def build_sft(
             mix = mix_by_shares(token_counts, shares, total, max_upsample, rng)
             order = [by_source[name][i] for name in source_names for i in mix[name].selected]
             offsets, ids, masks, positions = _rows(samples, order, seq_len, section.packing, tokenizer.pad_token_id, rng)
-            rows = save_rows(Path(out) / split, offsets, ids, masks, positions)
+            rows = save_rows(Path(out) / split, offsets, ids, masks, positions, mask_alias="completion_mask")
             split_rows[split] = {
                 "rows": rows, "samples": len(order), "tokens": int(len(ids)), "target_tokens": int(masks.sum())
             }
@@ -264,6 +264,7 @@ def build_sft(
         }
         for name in source_names
     ]
+    write_dataset_dict(Path(out), list(split_rows))
     exclusions.write(Path(out) / "exclusions.jsonl")
     histogram = "lengths.png"
     dataset_card.write_histogram(Path(out) / histogram, lengths, seq_len, "SFT sample lengths (after cleaning)", "sample")

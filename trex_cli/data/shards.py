@@ -2,7 +2,10 @@
 
 Rows are given flat (all tokens of all rows in one array, plus row offsets) and become list columns
 `input_ids` (int32), `loss_mask` (int8) and `position_ids` (int32) without a Python loop per row.
-A split is written to a temporary folder and renamed, so a reader never sees half a split.
+A split is written to a temporary folder and renamed, so a reader never sees half a split. The data
+folder is also a saved `DatasetDict` (`datasets.load_from_disk(folder)` gives its train and validation
+splits), and SFT splits carry the mask again under trl's name, `completion_mask`, so trl's collator
+(`completion_only_loss`) trains on exactly the tokens trex does.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ def save_rows(
     input_ids: np.ndarray,
     loss_mask: np.ndarray,
     position_ids: np.ndarray,
+    mask_alias: str | None = None,
 ) -> int:
-    """Save rows `[offsets[i], offsets[i+1])` of the flat arrays as a dataset; returns the row count."""
+    """Save rows `[offsets[i], offsets[i+1])` of the flat arrays as a dataset; returns the row count.
+    `mask_alias` names a second copy of the loss mask (trl's `completion_mask`)."""
     import datasets
     import pyarrow as pa
     from datasets.table import InMemoryTable
@@ -48,15 +53,14 @@ def save_rows(
     for start, end in zip(boundaries[:-1], boundaries[1:], strict=True):
         local_offsets = offsets[start : end + 1] - offsets[start]
         tokens = slice(int(offsets[start]), int(offsets[end]))
-        chunks.append(
-            pa.table(
-                {
-                    "input_ids": _list_column(local_offsets, input_ids[tokens], pa.int32()),
-                    "loss_mask": _list_column(local_offsets, loss_mask[tokens], pa.int8()),
-                    "position_ids": _list_column(local_offsets, position_ids[tokens], pa.int32()),
-                }
-            )
-        )
+        columns = {
+            "input_ids": _list_column(local_offsets, input_ids[tokens], pa.int32()),
+            "loss_mask": _list_column(local_offsets, loss_mask[tokens], pa.int8()),
+            "position_ids": _list_column(local_offsets, position_ids[tokens], pa.int32()),
+        }
+        if mask_alias:
+            columns[mask_alias] = columns["loss_mask"]
+        chunks.append(pa.table(columns))
     table = pa.concat_tables(chunks)
     folder = Path(folder)
     temporary = folder.with_name(folder.name + ".partial")
@@ -67,3 +71,10 @@ def save_rows(
     shutil.rmtree(folder, ignore_errors=True)
     temporary.rename(folder)
     return table.num_rows
+
+
+def write_dataset_dict(folder: Path, splits: list[str]) -> None:
+    """Make the data folder a saved `DatasetDict` of its split folders (the file `save_to_disk` writes)."""
+    from trex_cli.artifacts import write_json_atomic
+
+    write_json_atomic(Path(folder) / "dataset_dict.json", {"splits": list(splits)})

@@ -401,6 +401,7 @@ class HFGenerator(Generator):
         seed: int = 42,
         batch_size: int = 4,
         device: str = "auto",
+        progress_every: float = 10.0,
     ) -> None:
         self.checkpoint = Path(checkpoint)
         if not (self.checkpoint / "config.json").is_file():
@@ -411,6 +412,7 @@ class HFGenerator(Generator):
         self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
         self.batch_size = max(1, batch_size)
         self.device_name = device
+        self.progress_every = progress_every  # seconds between progress lines; 0: none
         self._model = None
         self._tokenizer = None
 
@@ -469,19 +471,46 @@ class HFGenerator(Generator):
         text = "\n\n".join(f"{m['role']}: {m['content']}" for m in messages) + "\n\nassistant: "
         return tokenizer(text)["input_ids"]
 
+    def _progress_line(self, batch_number: int, batches: int, rows: int) -> Callable[[int, int], None] | None:
+        """A callback for the model's `generate` that prints, every `progress_every` seconds, how far this
+        batch is: a batch of long programs on a CPU decodes for minutes before any sample is graded."""
+        if self.progress_every <= 0:
+            return None
+        from trex_cli.console import out
+
+        started = time.monotonic()
+        last = [started]
+
+        def on_step(tokens: int, finished: int) -> None:
+            now = time.monotonic()
+            if now - last[0] < self.progress_every:
+                return
+            last[0] = now
+            out.print(
+                f"hf: batch {batch_number}/{batches} ({rows} prompts): {tokens}/{self.max_tokens} tokens, "
+                f"{finished} finished, {tokens / (now - started):.1f} tokens/s per prompt",
+                highlight=False,
+            )
+
+        return on_step
+
     def _generate(self, requests: list[GenerationRequest], on_done: OnDone) -> None:
         self._load()
+        batches = -(-len(requests) // self.batch_size)
         for start in range(0, len(requests), self.batch_size):
             batch = requests[start : start + self.batch_size]
             prompts = [self._prompt_ids(request.messages) for request in batch]
-            outputs = self._sample(prompts, seed=self.seed + start)
+            on_step = self._progress_line(start // self.batch_size + 1, batches, len(batch))
+            outputs = self._sample(prompts, seed=self.seed + start, on_step=on_step)
             for request, (token_ids, finish_reason) in zip(batch, outputs, strict=True):
                 text = self._tokenizer.decode(token_ids, skip_special_tokens=True)
                 usage = {"prompt_tokens": len(self._prompt_ids(request.messages)), "completion_tokens": len(token_ids)}
                 on_done(request, Completion(text=text, finish_reason=finish_reason, usage=usage))
 
     @torch_inference_mode_lazy
-    def _sample(self, prompts: list[list[int]], seed: int) -> list[tuple[list[int], str]]:
+    def _sample(
+        self, prompts: list[list[int]], seed: int, on_step: Callable[[int, int], None] | None = None
+    ) -> list[tuple[list[int], str]]:
         """Continue a batch of prompts with the model's own `generate` (prompts of any lengths)."""
         model, tokenizer = self._model, self._tokenizer
         if not hasattr(model, "generate"):
@@ -489,7 +518,7 @@ class HFGenerator(Generator):
         eos = tokenizer.eos_token_id
         new_tokens = model.generate(
             prompts, max_new_tokens=self.max_tokens, temperature=self.temperature, top_p=self.top_p,
-            eos_token_id=eos, seed=seed,
+            eos_token_id=eos, seed=seed, on_step=on_step,
         )  # fmt: skip
         if hasattr(new_tokens, "tolist"):
             new_tokens = [row[len(prompt) :] for row, prompt in zip(new_tokens.tolist(), prompts, strict=True)]

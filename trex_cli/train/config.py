@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+# `report_to` names -> the package each needs (the extra of the same name installs it)
+REPORTERS = {"tensorboard": "tensorboard", "wandb": "wandb"}
+
 
 @dataclass
 class StageSchedule:
@@ -73,13 +76,25 @@ class TrainSection:
     max_bad_steps: int = 3  # NaN/Inf guard: skip a bad step, stop after this many in a row
     save_every: int = 50  # DCP checkpoint every n steps (and at the end)
     keep_last: int = 2  # checkpoints kept on disk
-    log_every: int = 10  # one console line every n steps
-    tensorboard: bool = False
+    log_every: int = 10  # one console line every n steps (and at least every 30 s)
+    # where metrics go besides metrics.jsonl: "tensorboard" (<stage>/tensorboard), "wandb" (W&B; set
+    # WANDB_MODE=offline to write <stage>/wandb only); the `--report-to` flag sets this list
+    report_to: list[str] = field(default_factory=list)
+    wandb_project: str = "trex"
+    eval_every: int = 50  # validation loss every n steps and at the last; 0: never
+    eval_steps: int = 10  # global batches of the validation split per evaluation; 0: the whole split
     seed: int = 0
     # fused-kernel choice for every operator, in TREX_KERNELS syntax ("auto", "cpu", "reference",
     # "triton", "npu", or "cpu,sparse_attention=reference"); empty: the TREX_KERNELS variable, else auto
     kernels: str = ""
     parallel: ParallelSection = field(default_factory=ParallelSection)
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.report_to if name not in REPORTERS]
+        if unknown:
+            raise ValueError(f"[train].report_to: {unknown} unknown; use any of {', '.join(REPORTERS)}")
+        if self.eval_every < 0 or self.eval_steps < 0:
+            raise ValueError("[train] eval_every and eval_steps must be 0 or more (eval_every = 0 turns validation off)")
 
     def stage(self, name: str) -> StageSchedule:
         if name not in ("cpt", "sft"):

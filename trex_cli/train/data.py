@@ -1,4 +1,5 @@
-"""Reading a `trex data` folder as global batches of token ids, loss masks and position ids.
+"""Reading a `trex data` folder as global batches of token ids, loss masks and position ids (the train
+split in the seeded order below, the validation split in order, each row once per pass).
 
 The order of rows is a pure function of (seed, step): each epoch is a fresh permutation drawn from
 `seed + epoch`, and step s takes rows [s * global_batch, (s + 1) * global_batch) of the endless
@@ -64,6 +65,15 @@ class TrainData:
         self.dataset = dataset.with_format("numpy", columns=list(REQUIRED_COLUMNS))
         self.num_rows = len(dataset)
 
+    @staticmethod
+    def validation_rows(folder: Path) -> int | None:
+        """Rows of the folder's validation split as its meta.json counts them (None: not counted)."""
+        meta_path = Path(folder) / "meta.json"
+        if not meta_path.is_file():
+            return None
+        rows = json.loads(meta_path.read_text()).get("num_validation_rows")
+        return int(rows) if rows is not None else None
+
     @property
     def vocab_size(self) -> int:
         return int(self.meta["vocab_size"])
@@ -115,6 +125,30 @@ class TrainData:
         per_rank = global_batch_size // dp_size
         mine = rows[dp_rank * per_rank : (dp_rank + 1) * per_rank]
         return [self.collate(mine[i : i + micro_batch_size]) for i in range(0, per_rank, micro_batch_size)]
+
+    def validation_batches(
+        self, global_batch_size: int, micro_batch_size: int, dp_rank: int, dp_size: int, max_batches: int
+    ) -> list[list[MicroBatch]]:
+        """This rank's micro-batches of every global batch of a validation pass: the rows in order, each
+        once (the first `max_batches` global batches; 0: all). The last batch is filled up with copies of
+        row 0 whose loss mask is zero, so every rank runs the same micro-batches and no row counts twice."""
+        count = -(-self.num_rows // global_batch_size)
+        count = min(count, max_batches) if max_batches > 0 else count
+        per_rank = global_batch_size // dp_size
+        passes = []
+        for index in range(count):
+            rows = list(range(index * global_batch_size, (index + 1) * global_batch_size))
+            mine = rows[dp_rank * per_rank : (dp_rank + 1) * per_rank]
+            micro = []
+            for start in range(0, per_rank, micro_batch_size):
+                chunk = mine[start : start + micro_batch_size]
+                batch = self.collate([row if row < self.num_rows else 0 for row in chunk])
+                for position, row in enumerate(chunk):
+                    if row >= self.num_rows:
+                        batch.loss_mask[position] = 0.0
+                micro.append(batch)
+            passes.append(micro)
+        return passes
 
 
 def check_batch_sizes(global_batch_size: int, micro_batch_size: int, dp_size: int, where: str) -> int:

@@ -16,9 +16,13 @@ if TYPE_CHECKING:
     from trex_cli.recipe import Recipe
     from trex_cli.run_layout import RunLayout
 
-# Settings that do not decide the trained weights: the other stage's table, logging and checkpoint
-# cadence, the engine (so a finished CPT stays finished when only SFT settings change).
-NOT_IN_FINGERPRINT = ("cpt", "sft", "log_every", "tensorboard", "save_every", "keep_last", "engine")
+# Settings that do not decide the trained weights: the other stage's table, logging, reporting,
+# validation and checkpoint cadence, the engine (so a finished CPT stays finished when only SFT settings
+# change).
+NOT_IN_FINGERPRINT = (
+    "cpt", "sft", "log_every", "report_to", "wandb_project", "eval_every", "eval_steps", "save_every", "keep_last",
+    "engine",
+)
 
 
 @dataclass
@@ -53,6 +57,7 @@ def resolve_job(stage: str, recipe: Recipe, layout: RunLayout, *, warn_missing_c
         raise ValueError(f"[train.{stage}] max_steps = {schedule.max_steps}: train at least 1 step")
     if train.save_every < 1:
         raise ValueError(f"[train] save_every = {train.save_every}: must be 1 or more")
+    check_reporters(train.report_to)
     data_folder = layout.data(stage)
     read_manifest(data_folder, "data")  # a clear error before any process starts
     meta = json.loads((data_folder / "meta.json").read_text())
@@ -101,3 +106,16 @@ def resolve_job(stage: str, recipe: Recipe, layout: RunLayout, *, warn_missing_c
         fingerprint_config=fingerprint_config,
         inputs=inputs,
     )
+
+
+def check_reporters(names: list[str]) -> None:
+    """Each `report_to` reporter's package is installed (checked before any rank starts)."""
+    import importlib.util
+
+    from trex_cli.train.config import REPORTERS
+
+    for name in names:
+        if importlib.util.find_spec(REPORTERS[name]) is None:
+            raise ValueError(
+                f"--report-to {name}: the {REPORTERS[name]} package is not installed; pip install 'trex[{name}]'"
+            )

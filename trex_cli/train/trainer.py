@@ -12,7 +12,8 @@ Every rank runs `run_training`. One optimizer step:
    stop), gradients are clipped, AdamW steps on the fp32 master weights, the LR schedule advances and
    the routing bias of every learned gate moves by the aux-loss-free rule on the global expert load.
 
-The trainer's own state (step, schedule, NaN counters) is checkpointed beside the model and
+Every `eval_every` steps (and at the last) the validation split's LM and MTP loss is computed in eval
+mode, token-weighted the same way. The trainer's own state (step, schedule, NaN counters) is checkpointed beside the model and
 optimizer, so re-running the same command resumes from the last checkpoint.
 """
 
@@ -245,6 +246,39 @@ class Engine:
             target_tokens=int(global_targets[0]),
         )
 
+    @torch.no_grad()
+    def evaluate(self, passes: list[list[MicroBatch]]) -> dict:
+        """Validation LM and MTP loss over these global batches (this rank's micro-batches of each),
+        token-weighted over all ranks exactly as the training loss; the model is not updated."""
+        train, device = self.train, self.distributed.device
+        batches = [batch for micro_batches in passes for batch in micro_batches]
+        targets = self._world_sum([float(sum(target_count(b, shift) for b in batches)) for shift in (1, 2)])
+        sums = [0.0, 0.0]
+        has_mtp = False
+        self.model.eval()  # eval mode: no balance loss, indexer KL or routing statistics
+        try:
+            for batch in batches:
+                shares = (_share(target_count(batch, 1), targets[0]), _share(target_count(batch, 2), targets[1]))
+                batch = batch.to(device)
+                with self.mixed_precision.compute() if self.mixed_precision else contextlib.nullcontext():
+                    output = self.model(
+                        batch.input_ids, position_ids=batch.position_ids, loss_mask=batch.loss_mask,
+                        mtp_loss_weight=train.mtp_loss_weight, balance_loss_weight=0.0, indexer_kl_weight=0.0,
+                    )
+                sums[0] += float(output.lm_loss) * shares[0]
+                if output.mtp_loss is not None:
+                    has_mtp = True
+                    sums[1] += float(output.mtp_loss) * shares[1]
+        finally:
+            self.model.train()
+        lm_loss, mtp_loss = self._world_sum(sums)
+        return {
+            "loss": lm_loss + (train.mtp_loss_weight * mtp_loss if has_mtp else 0.0),
+            "lm_loss": lm_loss,
+            "mtp_loss": mtp_loss if has_mtp else None,
+            "target_tokens": int(targets[0]),
+        }
+
     def _update_expert_bias(self, expert_load: torch.Tensor | None, replicas: int) -> None:
         """Aux-loss-free balancing on the expert load of the whole global batch."""
         if expert_load is None:
@@ -298,6 +332,24 @@ def export_checkpoint(checkpoint: Path, config, target: Path, tokenizer_dir: Pat
     return export_hf_by_shard(config, specs, read, target, tokenizer_dir=tokenizer)
 
 
+def _validation_data(job: TrainJob, train: TrainSection, engine: Engine, is_main: bool) -> TrainData | None:
+    """The data folder's validation split, or None (with a note on rank 0) when validation is off,
+    the split is empty, or the layout is pipelined (its forward-only schedule is not built yet)."""
+    if train.eval_every == 0:
+        return None
+    reason = None
+    meta_rows = TrainData.validation_rows(job.data_folder)
+    if engine.pipeline is not None:
+        reason = "pipeline-parallel layouts do not compute it yet"
+    elif meta_rows == 0 or not (job.data_folder / "validation").is_dir():
+        reason = f"{job.data_folder / 'validation'} has no rows (raise \\[data] validation_share)"
+    if reason is not None:
+        if is_main:
+            out.print(f"validation loss is off: {reason}", highlight=False)
+        return None
+    return TrainData(job.data_folder, split="validation")
+
+
 def run_training(job: TrainJob, distributed: Distributed) -> dict:
     """Train one stage on this rank; returns the summary (rank 0 also writes the stage's files)."""
     import warnings
@@ -339,10 +391,15 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
     dist.broadcast_object_list(peak, src=0)
     peak_flops, peak_name = float(peak[0]), str(peak[1])
     flops = flops_per_token(config, data.seq_len)
+    validation = _validation_data(job, train, engine, distributed.is_main)
     metrics = MetricsLogger(
-        job.stage_folder, distributed.is_main, schedule.max_steps, start_step, train.log_every, train.tensorboard,
+        job.stage_folder, distributed.is_main, schedule.max_steps, start_step, train.log_every,
+        report_to=train.report_to, wandb_project=train.wandb_project,
+        run_name=f"{job.stage_folder.parent.parent.name}-{job.stage}", run_config=job.fingerprint_config,
         show_progress=job.show_progress,
     )
+    # torch.compile (cpu) and Triton kernels compile on their first call: say so before a silent first step
+    compiles = sorted({choice for choice in kernel_plan.values() if choice in ("cpu", "triton")})
     if distributed.is_main:
         out.print(
             f"train {job.stage}: {schedule.max_steps} steps, global batch {schedule.global_batch_size} x "
@@ -359,6 +416,13 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
                 step, schedule.global_batch_size, schedule.micro_batch_size,
                 distributed.dp_rank, distributed.dims.dp, train.seed,
             )
+            first_in_process = step == start_step
+            if first_in_process and compiles and distributed.is_main:
+                out.print(
+                    f"step {step + 1}: compiling kernels ({', '.join(compiles)}; first run, minutes on a cold "
+                    "cache; later steps and runs reuse them)",
+                    highlight=False,
+                )
             started = time.perf_counter()
             lr = engine.scheduler.get_last_lr()[0]
             result = engine.step(batches)
@@ -387,6 +451,13 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
                     tokens_per_s * per_token / (peak_flops * distributed.world_size) if per_token else None
                 )
             metrics.log(record)
+            if validation is not None and ((step + 1) % train.eval_every == 0 or step + 1 == schedule.max_steps):
+                validation_started = time.perf_counter()
+                values = engine.evaluate(validation.validation_batches(
+                    schedule.global_batch_size, schedule.micro_batch_size, distributed.dp_rank,
+                    distributed.layout.dp, train.eval_steps,
+                ))
+                metrics.log_validation({"step": step + 1, **values, "seconds": time.perf_counter() - validation_started})
             if (step + 1) % train.save_every == 0 or step + 1 == schedule.max_steps:
                 checkpointer.save(step + 1, engine.model, engine.optimizer, engine.state(step + 1))
     finally:

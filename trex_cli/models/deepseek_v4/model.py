@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -660,9 +661,11 @@ class DeepseekV4ForCausalLM(nn.Module):
         top_p: float = 1.0,
         eos_token_id: int | list[int] | None = None,
         seed: int | None = None,
+        on_step: Callable[[int, int], None] | None = None,
     ) -> list[list[int]]:
         """Continue each prompt (batched, prompts may differ in length); greedy when temperature is 0,
         else nucleus sampling. Returns the new tokens of each prompt, up to and including an EOS token.
+        `on_step(tokens generated, rows finished)` is called after every new token (progress displays).
 
         Prompts are right-padded and run once through the model (prefill), which keeps each layer's
         per-token state: window keys and the compressors' projections. Each new token then runs
@@ -704,6 +707,8 @@ class DeepseekV4ForCausalLM(nn.Module):
                         token = int(chosen[row])
                         new_tokens[row].append(token)
                         finished[row] = token in stop or len(new_tokens[row]) >= max_new_tokens
+                if on_step is not None:
+                    on_step(max(len(tokens) for tokens in new_tokens), sum(finished))
                 if all(finished):
                     break
                 last = self._decode_step(chosen.view(batch, 1), lengths.view(batch, 1), cache, pool_ctx)
