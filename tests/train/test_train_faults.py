@@ -1,12 +1,20 @@
-"""Faults around a training stage folder: a second `trex train` on a live run folder is refused, and a
-mistake found before any training step leaves a folder the corrected command simply uses."""
+"""Faults around a training stage folder: a second `trex train` on a live run folder is refused, a
+mistake found before any training step leaves a folder the corrected command simply uses, and a damaged
+newest checkpoint gives way to an older intact one."""
 
 from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 
-from conftest import TINY_FP32, make_data_folder, trex_command, trex_environment
+import pytest
+from conftest import TINY_FP32, losses, make_data_folder, run_trex, trex_command, trex_environment
+
+
+def _squeezed(text: str) -> str:
+    """Without whitespace: rich wraps long paths anywhere, even inside a word."""
+    return "".join(text.split())
 
 
 def run(*args: str):
@@ -46,3 +54,52 @@ def test_a_mistake_found_before_any_step_leaves_a_folder_the_corrected_command_u
     manifest = json.loads((root / "train" / "cpt" / "manifest.json").read_text())
     assert manifest["counts"]["steps"] == 10
     assert manifest["config"]["train"]["schedule"]["micro_batch_size"] != 3
+
+
+@pytest.mark.slow
+def test_a_damaged_newest_checkpoint_is_moved_aside_and_the_rerun_resumes_from_an_intact_one(tmp_path):
+    data = make_data_folder(tmp_path / "data", "cpt", rows=16, seq_len=32)
+    common = ("train", "cpt", "--data", str(data), *TINY_FP32, "--save-every", "5")  # keeps step-5 and step-10
+    run_trex(*common, "--run-dir", str(tmp_path / "clean"))
+    expected = losses(tmp_path / "clean" / "train" / "cpt")
+
+    root = tmp_path / "damaged"
+    run_trex(*common, "--run-dir", str(root))
+    stage = root / "train" / "cpt"
+    # what a SIGKILL during the HF export leaves (both checkpoints, no manifest), then the newest shard cut
+    # short as a full disk or a broken copy leaves it
+    (stage / "manifest.json").unlink()
+    shutil.rmtree(stage / "hf")
+    shard = max((stage / "checkpoints" / "step-10").glob("*.distcp"), key=lambda p: p.stat().st_size)
+    shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
+
+    rerun = run_trex(*common, "--run-dir", str(root))
+    message = _squeezed(rerun.stderr)
+    assert _squeezed(f"checkpoint {stage / 'checkpoints' / 'step-10'} is damaged ({shard.name} holds") in message, \
+        rerun.stderr
+    assert "Traceback" not in rerun.stderr
+    assert _squeezed(f"resuming from {stage / 'checkpoints' / 'step-5'} (step 5)") in _squeezed(rerun.stdout)
+    assert losses(stage) == expected  # bitwise: steps 6-10 retrained from step 5 equal the clean run
+    assert (stage / "manifest.json").is_file()
+    # nothing lost: the damaged folder is kept aside, never read again; the new step-10 is intact
+    assert sorted(p.name for p in (stage / "checkpoints").iterdir()) == ["step-10", "step-10.damaged", "step-5"]
+
+
+def test_checkpoint_verification_names_what_is_wrong(tmp_path):
+    from trex_cli.artifacts import write_json_atomic
+    from trex_cli.train.checkpoint import COMPLETE, damage
+
+    folder = tmp_path / "step-3"
+    folder.mkdir()
+    (folder / "__0_0.distcp").write_bytes(b"x" * 100)
+    (folder / "trainer.pt").write_bytes(b"y" * 10)
+    assert "no complete.json" in damage(folder)
+    write_json_atomic(folder / COMPLETE, {"step": 3, "files": {"__0_0.distcp": 100, "trainer.pt": 10}})
+    assert damage(folder) is None
+    (folder / "__0_0.distcp").write_bytes(b"x" * 60)
+    assert damage(folder) == "__0_0.distcp holds 60 bytes, 100 were written"
+    (folder / "trainer.pt").unlink()
+    (folder / "__0_0.distcp").write_bytes(b"x" * 100)
+    assert damage(folder) == "trainer.pt is missing"
+    (folder / COMPLETE).write_text("{")
+    assert damage(folder) == f"its {COMPLETE} is unreadable"
