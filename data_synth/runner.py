@@ -317,6 +317,8 @@ def _run_one(request: dict) -> dict:
 def serve() -> None:
     """The server loop (runs in the process `ProgramRunner` starts)."""
     die_with_parent()
+    # Ctrl-C reaches the whole process group; the client (the pipeline) handles it and closes this server
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     protocol = os.fdopen(_silence_stdout(), "wb")
     requests = sys.stdin.buffer
     try:

@@ -12,6 +12,7 @@ import os
 import sys
 
 import typer
+
 from trex_cli.commands import data, plan, run, synth, train
 from trex_cli.commands import eval as eval_command
 from trex_cli.console import report_failure

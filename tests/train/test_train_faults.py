@@ -103,3 +103,55 @@ def test_checkpoint_verification_names_what_is_wrong(tmp_path):
     assert damage(folder) == "trainer.pt is missing"
     (folder / COMPLETE).write_text("{")
     assert damage(folder) == f"its {COMPLETE} is unreadable"
+
+
+def _private_mounts_work() -> bool:
+    """A private mount namespace where this user may mount a tmpfs (root with CAP_SYS_ADMIN)."""
+    import os
+    import subprocess
+    import tempfile
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        probe = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {folder}"],
+                               capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _private_mounts_work(), reason="needs root and a private mount namespace for a small tmpfs")
+def test_a_full_disk_is_one_line_keeps_the_last_checkpoint_and_the_rerun_with_space_equals_a_clean_run(tmp_path):
+    import shlex
+    import subprocess
+
+    data = make_data_folder(tmp_path / "data", "cpt", rows=16, seq_len=32)
+    common = ("train", "cpt", "--data", str(data), *TINY_FP32, "--save-every", "5")
+    run_trex(*common, "--run-dir", str(tmp_path / "clean"))
+    expected = losses(tmp_path / "clean" / "train" / "cpt")
+
+    # a real full disk: a 14 MiB tmpfs holds step-5 (about 9.5 MiB) but not step-10 beside it; then the
+    # disk is grown (the user freed space) and the same command runs again
+    disk, results = tmp_path / "disk", tmp_path / "results"
+    disk.mkdir()
+    results.mkdir()
+    command = " ".join(shlex.quote(part) for part in trex_command(*common, "--run-dir", str(disk / "run")))
+    script = f"""
+        mount -t tmpfs -o size=14m tmpfs {disk}
+        {command} > {results}/full.out 2> {results}/full.err; echo $? > {results}/full.rc
+        ls -a {disk}/run/train/cpt/checkpoints > {results}/after_full.txt
+        mount -o remount,size=128m {disk}
+        {command} > {results}/fixed.out 2> {results}/fixed.err; echo $? > {results}/fixed.rc
+        cp -a {disk}/run {results}/run
+    """
+    subprocess.run(["unshare", "-m", "sh", "-c", script], env=trex_environment(), check=True, timeout=1200)
+    full_err = (results / "full.err").read_text()
+    assert (results / "full.rc").read_text().strip() == "1", full_err
+    checkpoints = disk / "run" / "train" / "cpt" / "checkpoints"
+    assert _squeezed(f"cannot write {checkpoints} (No space left on device): the disk is full") in _squeezed(full_err)
+    assert "Traceback" not in full_err
+    # nothing finished is lost: step-5 is kept, the half-written step-10 is gone (its space given back)
+    assert (results / "after_full.txt").read_text().split() == [".", "..", "step-5"]
+    assert (results / "fixed.rc").read_text().strip() == "0", (results / "fixed.err").read_text()
+    assert "resuming from" in (results / "fixed.out").read_text()
+    assert losses(results / "run" / "train" / "cpt") == expected

@@ -15,7 +15,9 @@ the newest intact one, so a rerun is never stuck on a bad checkpoint while an ol
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import random
 import re
 import shutil
@@ -24,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import (
     get_model_state_dict,
     get_optimizer_state_dict,
@@ -36,6 +39,7 @@ from trex_cli.console import warn
 
 STEP_FOLDER = re.compile(r"^step-(\d+)$")
 COMPLETE = "complete.json"  # written last: the size of every file of the checkpoint
+FULL_DISK_BYTES = 64 << 20  # free space below this after a failed save: the disk was full
 
 
 def _rng_state() -> dict:
@@ -93,10 +97,13 @@ class Checkpointer:
             shutil.rmtree(partial, ignore_errors=True)
             partial.mkdir(parents=True)
         dist.barrier()
-        dcp.save(self._state(model, optimizer), checkpoint_id=str(partial))
-        torch.save(_rng_state(), partial / f"rng-rank{self.rank}.pt")
-        if self.rank == 0:
-            torch.save(trainer_state, partial / "trainer.pt")
+        try:
+            dcp.save(self._state(model, optimizer), checkpoint_id=str(partial))
+            torch.save(_rng_state(), partial / f"rng-rank{self.rank}.pt")
+            if self.rank == 0:
+                torch.save(trainer_state, partial / "trainer.pt")
+        except (OSError, RuntimeError, CheckpointException) as error:
+            self._failed_save(partial, error)
         dist.barrier()
         if self.rank == 0:
             write_json_atomic(partial / COMPLETE, {"step": step, "files": _file_sizes(partial)})
@@ -106,6 +113,17 @@ class Checkpointer:
                 shutil.rmtree(self.folder / f"step-{old}", ignore_errors=True)
         dist.barrier()
         return target
+
+    def _failed_save(self, partial: Path, error: BaseException) -> None:
+        """A write of `partial` failed: remove it (the kept checkpoints stay as they are, and a full disk
+        gets its space back) and raise. torch.save and DCP report a short write as a RuntimeError with no
+        errno, so a disk left (almost) full by the attempt is reported as what it is: ENOSPC."""
+        free = shutil.disk_usage(self.folder).free
+        if self.rank == 0:
+            shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(error, OSError) or free >= FULL_DISK_BYTES:
+            raise error
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.folder)) from error
 
     def resume_point(self) -> Path | None:
         """The newest intact checkpoint, or None (train from step 0). Collective: rank 0 verifies, moves
