@@ -29,7 +29,7 @@ SECTIONS: dict[str, str] = {
     "train": "trex_cli.train.config:TrainSection",
     "eval": "trex_cli.evaluate.config:EvalConfig",
     "plan": "trex_cli.plan.config:PlanSection",
-    "mindspeed": "trex_cli.plan.config:MindSpeedSection",
+    "mindspeed": "trex_cli.train.engines.mindspeed.config:MindSpeedSection",
 }
 
 
@@ -187,11 +187,6 @@ class Recipe:
         if run.name:
             return run.name
         return self.path.stem if self.path else "recipe"
-
-    @property
-    def run_dir(self) -> Path:
-        run = self.section("run")
-        return Path(run.run_dir) if run.run_dir else Path("runs") / self.name
 
     def section(self, name: str) -> Any:
         """The validated dataclass for `[name]`, defaults filled in when the table is absent."""

@@ -36,7 +36,8 @@ class RunLayout:
 
     def __init__(self, recipe: Recipe) -> None:
         self.recipe = recipe
-        self.root = recipe.run_dir
+        run = recipe.section("run")
+        self.root = Path(run.run_dir) if run.run_dir else Path("runs") / recipe.name
 
     @classmethod
     def at(cls, root: Path) -> RunLayout:

@@ -49,7 +49,8 @@ def collect_scores(layout: RunLayout, stages: dict[str, Stage]) -> dict:
         scores["rule"] = rule
         outcomes: dict[str, int] = defaultdict(int)
         for benchmark, score in results["scores"].items():
-            scores["benchmarks"][benchmark][label] = score["rules"][rule]
+            # a benchmark graded by another rule (B4O-ORGEval: model equivalence) names its own headline
+            scores["benchmarks"][benchmark][label] = score["rules"][score.get("headline_rule", rule)]
             for outcome, count in score["outcomes"].items():
                 outcomes[outcome] += count
         scores["outcomes"][label] = dict(outcomes)

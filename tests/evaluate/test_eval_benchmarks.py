@@ -7,7 +7,8 @@ import json
 import pytest
 from eval_fixtures import bench4opt_fixture, en_question_rows, write_jsonl
 
-from trex_cli.evaluate.benchmarks import DATA_FILE_NAME, load_benchmark, resolve_benchmark
+from trex_cli.benchmark_files import DATA_FILE_NAME, resolve_benchmark
+from trex_cli.evaluate.benchmarks import load_benchmark
 from trex_cli.evaluate.grading import Truth
 from trex_cli.evaluate.prompts import PromptBuilder, extract_program
 
@@ -79,8 +80,8 @@ def test_loader_errors_name_the_file_and_line(tmp_path):
     with pytest.raises(ValueError, match="broken.jsonl:2"):
         load_benchmark(str(broken))
     orgeval = write_jsonl(tmp_path / "org.jsonl", [{"id": "x", "problem": "P", "reference_lp_path": "a.lp", "data_path": "d"}])
-    with pytest.raises(ValueError, match="structural equivalence"):
-        load_benchmark(str(orgeval))
+    with pytest.raises(FileNotFoundError, match=r"org.jsonl:1: file .*a.lp does not exist"):
+        load_benchmark(str(orgeval))  # B4O-ORGEval loads, but its reference LP must be there
 
 
 def test_names_resolve_under_the_benchmark_folder_or_the_environment(tmp_path, monkeypatch):
@@ -104,8 +105,15 @@ def test_prompt_styles_and_template_files(tmp_path):
     item = benchmark.items[0]
     default = PromptBuilder("trex").messages(item)[-1]["content"]
     assert item.question in default and "data.json" in default and "Pyomo" in default and "```python" in default
-    paper = PromptBuilder("trex-paper", "gurobipy").messages(item)[-1]["content"]
-    assert "<python>" in paper and "gurobipy" in paper
+    # the paper's own templates: the data.json one for Bench4Opt items, the tagged one for questions
+    system, user = PromptBuilder("trex-paper").messages(item)
+    assert system["role"] == "system" and "gurobipy" in system["content"]
+    assert user["content"].startswith("# Problem Description\n" + item.question)
+    assert "lp_final/data_0.json" in user["content"] and "{{" not in user["content"]
+    question = load_benchmark(str(write_jsonl(tmp_path / "q.jsonl", en_question_rows()))).items[0]
+    system, user = PromptBuilder("trex-paper").messages(question)
+    assert "<python>" in system["content"] and user["content"].startswith("Answer the following")
+    assert question.question in user["content"] and user["content"].endswith("Please think step by step.")
     template = tmp_path / "template.txt"
     template.write_text('Solve: {question}\nReply with JSON like {"objective": 1}.{data_note}')
     custom = PromptBuilder(str(template)).messages(item)[-1]["content"]

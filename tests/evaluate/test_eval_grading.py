@@ -27,10 +27,20 @@ def test_exponents_are_kept_when_reading_printed_objectives():
     assert printed_objective("Objective: 1.5e+06\n") == 1.5e6
     assert printed_objective("Optimal objective value = 2.5E-3") == 0.0025
     assert printed_objective("Total cost: 1,234.5") == 1234.5
+    assert printed_objective("optimal_value = 42.5") == 42.5  # the T-Rex B4O prompt's own line
     # a regex that drops the exponent would read 1.5 and grade this wrong
     truth = parse_answer("1500000.0")
     printed_only = Prediction(status="optimal", printed_objective=printed_objective("objective 1.5e+06"), exit_ok=True)
-    assert all(verdicts(printed_only, truth)[rule] for rule in ("strict", "sirl", "opt-engine", "orlm"))
+    assert all(verdicts(printed_only, truth)[rule] for rule in ("strict", "opt-engine", "orlm"))
+
+
+def test_sirl_reads_the_objective_with_its_own_regex_which_drops_exponents():
+    # SIRL's check_result prints the objective after an optimal solve and reads it back with
+    # r"-?\d+\.?\d*": Python prints 5e-05 in exponent form, so SIRL reads 5.0
+    tiny = Prediction(model_objective=5e-05, status="optimal", exit_ok=True)
+    assert verdicts(tiny, parse_answer("0.00005"))["strict"]
+    assert not verdicts(tiny, parse_answer("0.00005"))["sirl"]
+    assert verdicts(tiny, parse_answer("5"))["sirl"]
 
 
 def test_the_first_number_after_the_objective_word_is_taken():
@@ -69,9 +79,12 @@ def test_infeasible_truth_needs_an_infeasible_report():
     assert not any(optimal_run.values())
 
 
-def test_a_timeout_never_earns_credit_even_for_an_infeasible_truth():
+def test_a_timeout_earns_credit_only_under_sirl_whose_evaluator_gives_it():
     timed_out = Prediction(timed_out=True, status="unknown")
-    assert not any(verdicts(timed_out, parse_answer("-99999")).values())
+    result = verdicts(timed_out, parse_answer("-99999"))
+    assert result.pop("sirl")  # check_result.py: `except TimeoutExpired: return 1 if sub_answer is None`
+    assert not any(result.values())
+    assert not verdicts(timed_out, parse_answer("12"))["sirl"]
 
 
 def test_strict_tolerance_is_relative_beyond_one():
@@ -90,10 +103,39 @@ def test_strict_needs_an_optimal_status_and_a_clean_exit():
     crashed = solved(10.0)
     crashed.exit_ok = False
     assert not verdicts(crashed, truth)["strict"]
-    assert verdicts(crashed, truth)["orlm"]  # printed before crashing: the ORLM rule reads the line
+    assert not verdicts(crashed, truth)["orlm"]  # ORLM runs with check=True: a failed program has no answer
     printed_without_status = Prediction(printed_objective=10.0, exit_ok=True)
     assert not verdicts(printed_without_status, truth)["strict"]
-    assert verdicts(printed_without_status, truth)["sirl"]
+    assert verdicts(printed_without_status, truth)["opt-engine"]
+    assert not verdicts(printed_without_status, truth)["sirl"]  # SIRL reads only its own line after a solve
+
+
+# Cases from ORLM's eval/execute.py: its appended script prints the objective after an OPTIMAL solve,
+# else "No Best Solution"; the ground truth is infeasible only when it is that exact string.
+def test_orlm_counts_the_infeasible_markers_as_numbers():
+    infeasible_run = Prediction(status="infeasible", exit_ok=True, printed_infeasible=True)
+    assert verdicts(infeasible_run, parse_answer("No Best Solution"))["orlm"]
+    for marker in ("-9999", -99999):
+        assert not verdicts(infeasible_run, parse_answer(marker))["orlm"]  # a number to match, not a marker
+        assert verdicts(infeasible_run, parse_answer(marker))["strict"]
+    assert verdicts(solved(-9999.0), parse_answer("-9999"))["orlm"]
+    # a run that printed "No Best Solution" but solved to optimality answers with its objective
+    optimal_but_says_none = Prediction(model_objective=3.0, status="optimal", exit_ok=True, printed_infeasible=True)
+    assert not verdicts(optimal_but_says_none, parse_answer("No Best Solution"))["orlm"]
+    # no solve recorded: the appended status check has nothing to read
+    assert not verdicts(Prediction(printed_infeasible=True, exit_ok=True), parse_answer("No Best Solution"))["orlm"]
+
+
+# Cases from SIRL's check_result.py: "No Best Solution" or anything containing "-9999" is infeasible;
+# "nfeasible" in the output answers infeasible; no objective line answers infeasible too (None == None).
+def test_sirl_infeasible_cases_follow_its_evaluator():
+    assert verdicts(Prediction(status="infeasible", exit_ok=True), parse_answer("-99999"))["sirl"]
+    said_infeasible = Prediction(status="unknown", exit_ok=True, stdout="Model is Infeasible\n")
+    assert verdicts(said_infeasible, parse_answer("No Best Solution"))["sirl"]
+    assert not verdicts(said_infeasible, parse_answer("3"))["sirl"]
+    assert verdicts(Prediction(status="unknown", exit_ok=True), parse_answer("No Best Solution"))["sirl"]
+    crashed = Prediction(status="infeasible", exit_ok=False)
+    assert not verdicts(crashed, parse_answer("No Best Solution"))["sirl"]  # returncode != 0: wrong
 
 
 def test_orlm_rounds_both_to_integers_half_to_even():

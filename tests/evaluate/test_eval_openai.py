@@ -1,5 +1,7 @@
-"""The openai backend against a real local HTTP server started by the test: request fields, retries
-with backoff, and an interrupted eval that resumes from its response cache."""
+"""The openai backend (the `openai` package) against a real local HTTP server started by the test:
+request fields, retries with backoff, an interrupted eval that resumes from its response cache, an
+item the server always refuses (HTTP 400) ending as api_error while the others are graded, the
+completions mode for base models, and extra_body."""
 
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ class FakeEndpoint:
         self.served = 0  # completions answered with 200
         self.fail_after: int | None = None  # answer 500 once this many completions were served
         self.transient_failures = 0  # answer 503 to this many requests first
+        self.refused_questions: set[int] = set()  # always answer 400 (a prompt too long) for these
+        self.refusals = 0
         self.authorizations: set[str] = set()
         self.lock = threading.Lock()
         questions = {row["en_question"]: index for index, row in enumerate(en_question_rows())}
@@ -54,7 +58,14 @@ class FakeEndpoint:
 
             def do_POST(self):
                 payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                completions_mode = self.path == "/v1/completions"
+                prompt = payload["prompt"] if completions_mode else payload["messages"][-1]["content"]
+                index = next(i for question, i in questions.items() if question in prompt)
                 with endpoint.lock:
+                    if index in endpoint.refused_questions:
+                        endpoint.refusals += 1
+                        self.reply(400, {"error": {"message": "prompt is longer than the maximum context length"}})
+                        return
                     endpoint.authorizations.add(self.headers.get("Authorization", ""))
                     if endpoint.transient_failures > 0:
                         endpoint.transient_failures -= 1
@@ -65,8 +76,14 @@ class FakeEndpoint:
                         return
                     endpoint.served += 1
                     endpoint.payloads.append(payload)
-                question = payload["messages"][-1]["content"].split("\n")[0]
-                text = ANSWERS[questions[question]]
+                text = ANSWERS[index]
+                if completions_mode:
+                    self.reply(200, {
+                        "id": "cmpl-1", "object": "text_completion", "model": payload["model"], "created": 0,
+                        "choices": [{"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}],
+                        "usage": {"prompt_tokens": 50, "completion_tokens": 80, "total_tokens": 130},
+                    })  # fmt: skip
+                    return
                 self.reply(200, {
                     "id": "chatcmpl-1", "object": "chat.completion", "model": payload["model"],
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
@@ -146,6 +163,45 @@ def test_an_unreachable_endpoint_fails_with_a_clear_message(tmp_path, benchmark)
     config = config_for(endpoint, benchmark, model="tiny-or", max_retries=1)
     with pytest.raises(GenerationError, match="failed after 2 attempts"):
         run_eval(config, tmp_path / "e", show_progress=False)
+
+
+def test_an_item_the_server_always_refuses_ends_as_api_error_and_the_run_finishes(tmp_path, benchmark):
+    out = tmp_path / "e"
+    with FakeEndpoint() as endpoint:
+        endpoint.refused_questions = {1}  # e.g. a prompt longer than the context: HTTP 400 on every try
+        results = run_eval(config_for(endpoint, benchmark, samples=1, model="tiny-or"), out, show_progress=False)
+        assert endpoint.refusals == 1  # a 400 is not retried: it would fail the same way
+        assert endpoint.served == 3
+    score = results["scores"]["mini"]
+    assert score["outcomes"]["api_error"] == 1 and score["outcomes"]["correct"] == 2 and score["outcomes"]["no code"] == 1
+    assert score["rules"]["strict"]["items"] == 4 and score["rules"]["strict"]["correct"] == 2  # refused counts as wrong
+    records = {r["item_id"]: r for r in map(json.loads, (out / "samples.jsonl").read_text().splitlines())}
+    assert records["1"]["outcome"] == "api_error" and "HTTP 400" in records["1"]["reason"]
+    assert (out / "manifest.json").is_file()
+    assert len((out / "generations.jsonl").read_text().splitlines()) == 3  # the refusal is not cached
+
+    with FakeEndpoint() as endpoint:  # a later run (forced: new settings) asks the refused item again
+        endpoint.refused_questions = {0, 1, 2, 3}
+        with pytest.raises(GenerationError, match="refused all 4 requests"):
+            run_eval(config_for(endpoint, benchmark, samples=1, model="tiny-or"), tmp_path / "all", show_progress=False)
+
+
+def test_completions_mode_sends_a_plain_prompt_and_extra_body(tmp_path, benchmark):
+    with FakeEndpoint() as endpoint:
+        config = config_for(endpoint, benchmark, samples=1, model="tiny-or", api_mode="completions",
+                            extra_body='{"top_k": 20, "repetition_penalty": 1.05}', limit=2)  # fmt: skip
+        results = run_eval(config, tmp_path / "e", show_progress=False)
+        payload = endpoint.payloads[0]
+    assert "messages" not in payload and payload["prompt"].startswith("You are an expert")
+    assert payload["top_k"] == 20 and payload["repetition_penalty"] == 1.05 and payload["seed"] == 42
+    assert results["scores"]["mini"]["rules"]["strict"]["correct"] == 2
+
+
+def test_extra_body_must_be_a_json_object(tmp_path, benchmark):
+    with FakeEndpoint() as endpoint:
+        for bad in ("{not json", "[1, 2]"):
+            with pytest.raises(ValueError, match="--extra-body"):
+                run_eval(config_for(endpoint, benchmark, extra_body=bad), tmp_path / "e", show_progress=False)
 
 
 def test_the_response_cache_skips_a_torn_last_line(tmp_path):

@@ -43,7 +43,8 @@ def test_gold_reads_the_objective_of_a_program_that_prints_nothing(tmp_path):
     config = EvalConfig(benchmarks=[str(benchmark)], backend="gold", allow_code_execution=True, timeout=30)
     rules = run_eval(config, tmp_path / "out", show_progress=False)["scores"]["b4o"]["rules"]
     assert rules["strict"]["pass@1"] == 1.0 and rules["trex-paper"]["pass@1"] == 1.0
-    assert rules["sirl"]["pass@1"] == 0.0  # the printed-objective rules find no line to read
+    assert rules["opt-engine"]["pass@1"] == 0.0  # the printed-objective rules find no line to read
+    assert rules["sirl"]["pass@1"] == 1.0  # SIRL's evaluator prints the objective after the solve itself
 
 
 def test_execution_must_be_allowed(tmp_path, monkeypatch):
@@ -98,7 +99,8 @@ def test_file_backend_cli_regrade_and_compare(tmp_path):
     ])  # fmt: skip
     outside = runner.invoke(app, ["eval", "regrade", str(published), "--pred-field", "pred", "--answer-field", "gt"])
     assert outside.exit_code == 0, outside.output
-    assert "│ strict *   │       2 │" in outside.output and "│ orlm       │       3 │" in outside.output
+    # ORLM's evaluator reads -99999 as a number: "No Best Solution" does not match it there
+    assert "│ strict *   │       2 │" in outside.output and "│ orlm       │       2 │" in outside.output
     missing = runner.invoke(app, ["eval", "regrade", str(published), "--pred-field", "nope", "--answer-field", "gt"])
     assert missing.exit_code == 1 and "nope" in missing.output
 
@@ -169,3 +171,53 @@ def test_regrade_reads_nested_fields_of_published_files(tmp_path):
     assert result.exit_code == 0, result.output
     # 105 is exactly 5 % from 100: the ORLM rule accepts it, the strict rule does not
     assert "│ orlm *     │       2 │" in result.output and "│ strict     │       1 │" in result.output
+
+
+def test_compare_refuses_evals_of_different_benchmark_versions(tmp_path):
+    rows = en_question_rows()[:2]
+    completions = completions_file(tmp_path / "c.jsonl", [("0", 0, "```python\n" + simple_program("model.x + 2 * model.y", integer=True) + "```"),
+                                                          ("1", 0, "no code")])  # fmt: skip
+    runner = CliRunner()
+    for name, answer in (("v1", "7.0"), ("v2", "7.5")):  # the same file name, one answer changed
+        benchmark = write_jsonl(tmp_path / name / "mini.jsonl", [{**rows[0], "en_answer": answer}, rows[1]])
+        result = runner.invoke(app, ["eval", "--benchmark", str(benchmark), "--backend", "file", "--completions", str(completions),
+                                     "--allow-code-execution", "--timeout", "30", "--out", str(tmp_path / f"eval-{name}")])  # fmt: skip
+        assert result.exit_code == 0, result.output
+    refused = runner.invoke(app, ["eval", "compare", str(tmp_path / "eval-v1"), str(tmp_path / "eval-v2")])
+    assert refused.exit_code == 1 and "different versions" in refused.output and "--allow-different-benchmarks" in refused.output
+    allowed = runner.invoke(app, ["eval", "compare", str(tmp_path / "eval-v1"), str(tmp_path / "eval-v2"), "--allow-different-benchmarks"])
+    assert allowed.exit_code == 0 and "A wins 1" in allowed.output and "warning: different benchmark versions" in allowed.output
+
+
+def test_the_trex_suite_reports_the_mean_of_its_four_benchmarks(tmp_path):
+    from eval_fixtures import GUROBI_MODEL_PROGRAM, orgeval_fixture
+
+    root = tmp_path / "benchmarks" / "slai_trex_eval"
+    write_jsonl(root / "NL4OPT" / "test.jsonl", en_question_rows()[:2])
+    write_jsonl(root / "optibench" / "OptiBench.json", en_question_rows()[:2])
+    bench4opt_fixture(root / "bench4opt_feasible")
+    orgeval_fixture(root / "bench4opt")
+    right = "```python\n" + simple_program("model.x + 2 * model.y", integer=True) + "```"
+    rows = [{"benchmark": b, "id": "0", "completion": right} for b in ("nl4opt", "optibench")]
+    rows += [{"benchmark": b, "id": "1", "completion": "no code"} for b in ("nl4opt", "optibench")]
+    rows += [{"benchmark": "b4o-feasible", "id": f"B4O_{i}", "completion": "no code"} for i in (0, 1)]
+    rows += [{"benchmark": "b4o-orgeval", "id": f"BENCH4OPT_{i}", "completion": f"```python\n{GUROBI_MODEL_PROGRAM}```"} for i in (0, 1)]
+    completions = write_jsonl(tmp_path / "completions.jsonl", rows)
+    out = tmp_path / "suite"
+    result = CliRunner().invoke(app, ["eval", "--suite", "trex", "--benchmark-dir", str(tmp_path / "benchmarks"), "--backend", "file",
+                                      "--completions", str(completions), "--allow-code-execution", "--timeout", "60",
+                                      "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    suite = results["suite"]
+    assert list(suite["benchmarks"]) == ["nl4opt", "optibench", "b4o-feasible", "b4o-orgeval"]
+    assert {name: entry["pass@1"] for name, entry in suite["benchmarks"].items()} == {
+        "nl4opt": 0.5, "optibench": 0.5, "b4o-feasible": 0.0, "b4o-orgeval": 1.0}  # fmt: skip
+    assert suite["benchmarks"]["b4o-orgeval"]["rule"] == "orgeval" and suite["benchmarks"]["nl4opt"]["rule"] == "trex-paper"
+    assert suite["mean_pass@1"] == pytest.approx(0.5) and "mean Pass@1 50.00%" in result.output
+    assert results["config"]["prompt"] == "trex-paper" and results["headline_rule"] == "trex-paper"
+    prompts = {r["benchmark"]: r["prompt"] for r in map(json.loads, (out / "samples.jsonl").read_text().splitlines())}
+    assert [m["role"] for m in prompts["b4o-orgeval"]] == ["user"] and "save the model as an `.lp` file" in prompts["b4o-orgeval"][0]["content"]
+    assert "data.json" in prompts["b4o-feasible"][1]["content"] and "<python>" in prompts["nl4opt"][0]["content"]
+    lm_eval = json.loads((out / "results_lm_eval.json").read_text())
+    assert lm_eval["groups"]["trex_suite_trex"]["pass@1,paper"] == pytest.approx(0.5)

@@ -80,7 +80,7 @@ def test_a_correct_program_reads_its_objective_from_the_model_object(sandbox):
     record = run_and_grade(sandbox, silent)
     assert record["outcome"] == "correct" and record["objective"] == 7.0 and record["printed_objective"] is None
     assert record["solver_status"] == "optimal" and record["solver_api"] == "pyomo" and record["gap"] is not None
-    assert not record["verdicts"]["sirl"]  # printed-objective rules see nothing
+    assert not record["verdicts"]["opt-engine"]  # printed-objective rules see nothing
 
 
 def test_an_infeasible_model_records_the_infeasible_status(sandbox):
@@ -237,7 +237,8 @@ def test_a_segfault_is_a_runtime_error(sandbox):
 def test_a_nonzero_exit_fails_the_strict_rule_even_after_a_right_answer(sandbox):
     record = run_and_grade(sandbox, simple_program("model.x + 2 * model.y", integer=True, extra="") + "import sys\nsys.exit(3)\n")
     assert record["outcome"] == "runtime error" and record["exit_code"] == 3
-    assert not record["verdicts"]["strict"] and record["verdicts"]["orlm"]
+    # ORLM's evaluator runs with check=True: a nonzero exit has no answer; OPT-Engine reads the printed line
+    assert not record["verdicts"]["strict"] and not record["verdicts"]["orlm"] and record["verdicts"]["opt-engine"]
 
 
 def test_a_huge_file_in_the_work_folder_hits_the_file_size_limit(sandbox):

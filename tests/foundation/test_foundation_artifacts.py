@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from trex_cli.artifacts import MANIFEST, StageFolder, StageState, read_manifest, write_json_atomic
+from trex_cli.artifacts import MANIFEST, StageConflict, StageFolder, StageState, read_manifest, write_json_atomic
 
 
 def test_fresh_then_done_then_force(tmp_path):
@@ -37,8 +37,18 @@ def test_interrupted_stage_resumes_only_with_same_settings(tmp_path):
     assert StageFolder(folder, "data", {"seq": 8}).prepare() is StageState.FRESH
     # killed before finish(): no manifest, the stage's own state file remains
     assert StageFolder(folder, "data", {"seq": 8}).prepare() is StageState.RESUME
-    with pytest.raises(ValueError, match="interrupted"):
+    (folder / "shard-00000.arrow").write_bytes(b"work done")
+    with pytest.raises(StageConflict, match="unfinished data .* discard its work \\(shard-00000.arrow\\)"):
         StageFolder(folder, "data", {"seq": 16}).prepare()
+    assert (folder / "shard-00000.arrow").is_file()  # refused: nothing lost
+
+
+def test_a_stage_stopped_before_any_work_restarts_with_new_settings(tmp_path):
+    folder = tmp_path / "data"
+    assert StageFolder(folder, "data", {"seq": 8}).prepare() is StageState.FRESH
+    (folder / "recipe.resolved.toml").write_text("[data]\n")  # bookkeeping only: no work to lose
+    assert StageFolder(folder, "data", {"seq": 16}).prepare() is StageState.FRESH
+    assert StageFolder(folder, "data", {"seq": 16}).prepare() is StageState.RESUME
 
 
 def test_inputs_without_manifest_are_refused_and_lineage_recorded(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 
 from trex_cli import recipe as recipe_module
 from trex_cli.recipe import build_dataclass, dumps_toml, load_recipe, parse_override
+from trex_cli.run_layout import RunLayout
 
 
 @dataclasses.dataclass
@@ -43,7 +44,7 @@ def test_valid_recipe_fills_defaults_and_converts(tmp_path, with_test_section):
     assert section.n == 3 and section.mode == "fast"
     assert section.inner.rate == 1.0 and isinstance(section.inner.rate, float)
     assert recipe.name == "x"
-    assert str(recipe.run_dir) == "runs/x"
+    assert str(RunLayout(recipe).root) == "runs/x"
 
 
 def test_unknown_key_names_file_key_and_allowed(tmp_path, with_test_section):

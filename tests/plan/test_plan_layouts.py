@@ -16,7 +16,7 @@ from trex_cli.models.deepseek_v4.flops import training_flops_per_token
 from trex_cli.plan.clusters import PROFILES, load_cluster
 from trex_cli.plan.layout import (
     Job,
-    Layout,
+    PlannedLayout,
     check,
     default_noop_layers,
     microbatches,
@@ -27,9 +27,9 @@ from trex_cli.plan.parameters import ModelShape
 from trex_cli.plan.search import evaluate, search
 from trex_cli.recipe import load_recipe
 
-PRO_LAYOUT = Layout(tp=2, pp=8, vpp_layers=4, ep=64, etp=1, cp=1, micro_batch=1, recompute="full",
+PRO_LAYOUT = PlannedLayout(tp=2, pp=8, vpp_layers=4, ep=64, etp=1, cp=1, micro_batch=1, recompute="full",
                     optimizer_swap=True, noop_layers=(3, 62, 63))
-FLASH_LAYOUT = Layout(tp=1, pp=4, vpp_layers=0, ep=32, etp=1, cp=1, micro_batch=1, recompute="full",
+FLASH_LAYOUT = PlannedLayout(tp=1, pp=4, vpp_layers=0, ep=32, etp=1, cp=1, micro_batch=1, recompute="full",
                       optimizer_swap=True, noop_layers=(43,))
 
 
@@ -199,17 +199,81 @@ def test_recipes_plan_the_paper_layouts():
         assert json.loads(result.output)["evaluation"]["feasible"]
 
 
-def test_calibrated_efficiency_reproduces_a_measured_step():
+def test_calibration_inverts_the_timing_model():
     from trex_cli.plan.timing import calibrate_efficiency, estimate_time
 
     job = Job(shape_of("pro"), world=512, seq_len=4096, global_batch=1024)
     cluster = load_cluster("cloudmatrix384")
-    efficiency = calibrate_efficiency(job, PRO_LAYOUT, cluster, flops("pro", 4096), measured_step_seconds=27.0)
-    assert abs(efficiency - cluster.compute_efficiency) < 0.05  # the default is the paper's calibration
+    # any step the model can reach: the bisection finds the efficiency that gives it back
+    efficiency = calibrate_efficiency(job, PRO_LAYOUT, cluster, flops("pro", 4096), measured_step_seconds=40.0)
     calibrated = dataclasses.replace(cluster, compute_efficiency=efficiency)
-    assert estimate_time(job, PRO_LAYOUT, calibrated, flops("pro", 4096)).step == pytest.approx(27.0, rel=1e-6)
+    assert estimate_time(job, PRO_LAYOUT, calibrated, flops("pro", 4096)).step == pytest.approx(40.0, rel=1e-6)
     with pytest.raises(ValueError, match="faster than this cluster model allows"):
         calibrate_efficiency(job, PRO_LAYOUT, cluster, flops("pro", 4096), measured_step_seconds=1.0)
+
+
+def test_validate_prints_the_error_on_runs_the_model_was_not_fitted_to():
+    result = runner.invoke(app, ["plan", "--validate", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    runs = {row["name"]: row for row in report["runs"]}
+    assert [row["role"] for row in report["runs"]] == ["calibration", "held-out", "held-out"]
+    titan = runs["torchtitan-npu DeepSeek-V4-Flash"]
+    # 1,100 tokens/s per device on 128 dies, one 4K sequence each: the step the prediction is held to
+    assert titan["measured_step_s"] == pytest.approx(4096 / 1100)
+    assert titan["error"] == pytest.approx(titan["predicted_step_s"] / titan["measured_step_s"] - 1)
+    assert abs(titan["error"]) < 0.3, titan
+    open_source = runs["open-source MindSpeed-LLM recipe, DeepSeek-V4-Pro"]
+    assert open_source["measured_step_s"] == pytest.approx(27 * 34.22 / 11.67)
+    for row in report["runs"]:
+        print(f"{row['role']:12s} {row['name']}: predicted {row['predicted_step_s']:.2f} s, published "
+              f"{row['measured_step_s']:.2f} s, error {100 * row['error']:+.1f}%")
+    # the fitted efficiency is the one the built-in profile carries
+    assert report["compute_efficiency"] == pytest.approx(PROFILES["cloudmatrix384"].compute_efficiency, abs=5e-4)
+    # T-Rex's 34.22% at about 27 s: V4 model FLOPs plus the recomputed forward
+    closest = next(row for row in report["mfu_conventions"] if row["closest"])
+    assert closest["convention"] == "V4 attention + recomputed forward (HFU)"
+    expected = training_flops_per_token(get_flavor("pro"), 4096, attention="v4") * 4 / 3 * 1024 * 4096 / (
+        27 * 512 * 390e12)
+    assert closest["mfu_at_27s"] == pytest.approx(expected, rel=1e-12)
+    text = runner.invoke(app, ["plan", "--validate"], env={"COLUMNS": "220"}).output
+    assert "held-out" in text and "error %" in text and "<- closest" in text
+
+
+def test_gpu_profiles_recommend_only_layouts_the_native_trainer_runs():
+    from trex_cli.plan.layout import engine_problems
+
+    job = Job(shape_of("flash"), world=256, seq_len=32768, global_batch=256)
+    assert PROFILES["h100"].engine == "native" and PROFILES["cloudmatrix384"].engine == "mindspeed"
+    assert PROFILES["h100"].compute_efficiency != PROFILES["cloudmatrix384"].compute_efficiency
+    layout = PlannedLayout(tp=2, pp=4, ep=8, etp=2, cp=2, noop_layers=(43,))
+    problems = engine_problems(layout, job, "native")
+    assert len(problems) == 2 and "context parallel" in problems[0] and "expert-TP 1" in problems[1]
+    assert engine_problems(layout, job, "mindspeed") == []
+    assert engine_problems(dataclasses.replace(layout, cp=1, etp=1, ep=64), job, "native") == [
+        "EP 64 does not divide the 32 data-parallel ranks trex's native trainer folds experts into"]
+    result = search(job, load_cluster("h200"), flops("flash", 32768), micro_batches=(1,))
+    assert result.feasible
+    assert all(e.layout.cp == 1 and e.layout.etp == 1 for e in result.feasible)
+    # the same job on the SuperPOD may use context parallel (MindSpeed-LLM runs it)
+    structures = {(e.layout.cp, e.layout.etp) for e in search(job, load_cluster("cloudmatrix384"),
+                                                               flops("flash", 32768), micro_batches=(1,)).feasible}
+    assert any(cp > 1 for cp, _ in structures)
+
+
+def test_json_memory_figures_are_gigabytes():
+    from trex_cli.plan.memory import estimate_memory
+
+    result = runner.invoke(app, ["plan", "--flavor", "pro", "--ranks", "512", "--seq", "4096", "--global-batch",
+                                 "1024", "--check", "2,8,4,64,1,1", "--json"])
+    assert result.exit_code == 0, result.output
+    evaluation = json.loads(result.output)["evaluation"]
+    job = Job(shape_of("pro"), world=512, seq_len=4096, global_batch=1024)
+    memory = estimate_memory(job, PRO_LAYOUT, load_cluster("cloudmatrix384"))
+    assert evaluation["memory_gb"]["total"] == pytest.approx(memory.total / 1e9)
+    assert evaluation["memory_gb"]["weights"] == pytest.approx(memory.weights / 1e9)
+    assert all(value < 1e3 for value in evaluation["memory_gb"].values())
+    assert max(evaluation["memory_stages_total_gb"]) == pytest.approx(memory.total / 1e9)
 
 
 def test_cli_reads_a_config_json(tmp_path):

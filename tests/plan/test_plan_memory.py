@@ -11,7 +11,7 @@ import ascend_kernels
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 from trex_cli.plan.clusters import load_cluster
-from trex_cli.plan.layout import Job, Layout, real_layer_of_slot, stage_slots
+from trex_cli.plan.layout import Job, PlannedLayout, real_layer_of_slot, stage_slots
 from trex_cli.plan.memory import Precision, estimate_memory, stage_parameter_counts
 from trex_cli.plan.parameters import (
     ModelShape,
@@ -25,7 +25,7 @@ from trex_cli.plan.parameters import (
 from trex_cli.train.config import TrainSection
 from trex_cli.train.optim import build_optimizer
 
-SINGLE_RANK = Layout(tp=1, pp=1, ep=1, etp=1, cp=1, recompute="none", optimizer_swap=False)
+SINGLE_RANK = PlannedLayout(tp=1, pp=1, ep=1, etp=1, cp=1, recompute="none", optimizer_swap=False)
 
 
 def numel(module_or_params) -> int:
@@ -65,7 +65,7 @@ def test_large_flavors_total_and_active_parameters():
 def test_pipeline_stages_hold_exactly_their_layers():
     config = get_flavor("tiny")
     shape = ModelShape.from_config(config)
-    layout = Layout(pp=2, noop_layers=(5,))  # 5 layers + 1 no-op slot over 2 stages
+    layout = PlannedLayout(pp=2, noop_layers=(5,))  # 5 layers + 1 no-op slot over 2 stages
     with torch.device("meta"):
         model = DeepseekV4ForCausalLM(config)
     real = real_layer_of_slot(layout, shape)
@@ -152,7 +152,7 @@ def test_activation_estimate_within_25_percent_of_saved_tensors(flavor, batch, s
         loss = model(input_ids).loss
     loss.backward()  # the saved tensors were all usable: the graph ran to the end
     shape = ModelShape.from_config(config)
-    layout = Layout(micro_batch=batch, recompute="none")
+    layout = PlannedLayout(micro_batch=batch, recompute="none")
     estimate = estimate_memory(Job(shape, world=1, seq_len=seq_len, global_batch=batch), layout,
                                load_cluster("cpu"), Precision.named("fp32_master"))
     estimated = estimate.activations + estimate.logits
@@ -165,9 +165,9 @@ def test_recompute_and_parallelism_shrink_activations():
     shape = ModelShape.from_config(get_flavor("pro"))
     job = Job(shape, world=512, seq_len=4096, global_batch=1024)
     cluster = load_cluster("cloudmatrix384")
-    base = Layout(tp=2, pp=8, vpp_layers=4, ep=64, noop_layers=(3, 62, 63), optimizer_swap=True)
-    by_mode = {mode: estimate_memory(job, Layout(**{**base.__dict__, "recompute": mode}), cluster)
+    base = PlannedLayout(tp=2, pp=8, vpp_layers=4, ep=64, noop_layers=(3, 62, 63), optimizer_swap=True)
+    by_mode = {mode: estimate_memory(job, PlannedLayout(**{**base.__dict__, "recompute": mode}), cluster)
                for mode in ("none", "selective", "full")}
     assert by_mode["full"].activations < by_mode["selective"].activations < by_mode["none"].activations
-    wider = estimate_memory(job, Layout(**{**base.__dict__, "tp": 4, "recompute": "full"}), cluster)
+    wider = estimate_memory(job, PlannedLayout(**{**base.__dict__, "tp": 4, "recompute": "full"}), cluster)
     assert wider.activations < by_mode["full"].activations

@@ -21,7 +21,8 @@ app = typer.Typer(
 FLAG_KEYS = (
     "benchmark_dir", "question_field", "answer_field", "id_field", "limit", "backend", "endpoint", "model",
     "checkpoint", "completions", "prompt", "solver_library", "temperature", "top_p", "max_tokens", "seed",
-    "samples", "concurrency", "timeout", "memory_mb", "workers", "isolation", "rule",
+    "samples", "concurrency", "timeout", "memory_mb", "workers", "isolation", "rule", "suite", "api_key_env",
+    "api_mode", "extra_body",
 )  # fmt: skip
 
 
@@ -34,10 +35,15 @@ def eval_command(
         typer.Option("--benchmark", "-b", help="Benchmark name (nl4opt, optibench, b4o-feasible, industryor, mamo-easy, "
                      "mamo-complex, optmath, synth, ...) or a JSON / JSONL file; repeat for several."),
     ] = None,
+    suite: Annotated[str | None, typer.Option(help="A named suite instead of --benchmark: trex (the paper's NL4OPT, OptiBench, B4O-Feasible, "
+                     "B4O-ORGEval with its prompts and rules; results.json gets their mean).")] = None,
     benchmark_dir: Annotated[str | None, typer.Option(help="Folder the benchmark names are resolved in (else $TREX_BENCHMARK_DIR).")] = None,
     backend: Annotated[str | None, typer.Option(help="Where completions come from: openai, hf, file or gold.")] = None,
     endpoint: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint (default: the first it lists).")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Environment variable holding the endpoint's API key (default OPENAI_API_KEY).")] = None,
+    api_mode: Annotated[str | None, typer.Option(help="openai backend: chat, or completions (a plain-text prompt, for base models).")] = None,
+    extra_body: Annotated[str | None, typer.Option(help='openai backend: JSON object added to every request body, e.g. \'{"top_k": 20}\'.')] = None,
     checkpoint: Annotated[str | None, typer.Option(help="hf backend: a trex HF export folder.")] = None,
     completions: Annotated[str | None, typer.Option(help="file backend: JSONL with id, completion (and sample).")] = None,
     prompt: Annotated[str | None, typer.Option(help="Prompt style: trex, trex-paper, synth (the prompt of the synthetic SFT samples), or a template file with {question}.")] = None,
@@ -82,6 +88,17 @@ def eval_command(
                         [part for spec in benchmark for part in spec.split(",") if part] if benchmark else None),
         "--allow-code-execution": ("eval.allow_code_execution", True if allow_code_execution else None),
     })
+    if suite:
+        from trex_cli.evaluate.config import SUITES
+
+        if suite not in SUITES:
+            raise ValueError(f"--suite {suite!r}: use one of {', '.join(SUITES)}")
+        if benchmark:
+            raise ValueError(f"--suite {suite} names its own benchmarks ({', '.join(SUITES[suite]['benchmarks'])}); "
+                             "drop --benchmark")
+        # the suite's own prompt and rule, unless --prompt or --rule say otherwise
+        flags += flag_overrides({"--suite": ("eval.prompt", None if prompt else SUITES[suite]["prompt"])})
+        flags += flag_overrides({"--suite": ("eval.rule", None if rule else "trex-paper")})
     loaded = load_recipe(recipe, set_, flags)
     layout = RunLayout(loaded)
     stage = EvalStage(loaded, layout, name or _default_name(loaded.section("eval")), out=out_dir, synth_dir=synth_dir)
@@ -106,19 +123,26 @@ def _default_name(config) -> str:
 def _print_summary(results: dict, folder: Path) -> None:
     from rich.table import Table
 
-    headline = results["headline_rule"]
-    table = Table(title=f"Pass@1 (%) by rule; headline: {headline}")
+    headlines = sorted({score.get("headline_rule", results["headline_rule"]) for score in results["scores"].values()})
+    table = Table(title=f"Pass@1 (%) by rule; headline: {', '.join(headlines) or results['headline_rule']}")
     table.add_column("benchmark")
     table.add_column("items", justify="right")
-    rules = list(next(iter(results["scores"].values()))["rules"]) if results["scores"] else []
+    from trex_cli.evaluate.report import RULE_ORDER
+
+    rules = [r for r in RULE_ORDER if any(r in score["rules"] for score in results["scores"].values())]
     for rule in rules:
         table.add_column(rule, justify="right")
     for benchmark, score in results["scores"].items():
         cells = [
-            f"{100 * score['rules'][r]['pass@1']:.2f} ± {100 * score['rules'][r]['pass@1_stderr']:.2f}" for r in rules
+            f"{100 * score['rules'][r]['pass@1']:.2f} ± {100 * score['rules'][r]['pass@1_stderr']:.2f}" if r in score["rules"] else "-"
+            for r in rules
         ]
         table.add_row(benchmark, str(score["items"]), *cells)
     out.print(table)
+    if results.get("suite"):
+        suite = results["suite"]
+        out.print(f"suite {suite['name']}: mean Pass@1 {100 * suite['mean_pass@1']:.2f}% over {', '.join(suite['benchmarks'])}"
+                  + (f" (published {100 * suite['published_mean']:.2f}%)" if suite.get("published_mean") else ""))
     out.print(f"report: {folder / 'report.md'}")
 
 
@@ -138,11 +162,18 @@ def regrade(
 
     from rich.table import Table
 
-    from trex_cli.evaluate.benchmarks import read_records
-    from trex_cli.evaluate.grading import RULES, Prediction, check_rule_name, parse_answer, verdicts
+    from trex_cli.benchmark_files import read_records
+    from trex_cli.evaluate.grading import (
+        RULES,
+        STRUCTURE_RULE,
+        Prediction,
+        check_rule_name,
+        parse_answer,
+        verdicts,
+    )
     from trex_cli.evaluate.runner import prediction_from_record
 
-    check_rule_name(rule)
+    check_rule_name(rule, structure=True)
     if not file.is_file():
         raise FileNotFoundError(f"{file} not found")
     records = read_records(file)
@@ -155,6 +186,11 @@ def regrade(
     graded = []
     for line, record in records:
         where = f"{file}:{line}"
+        if own_format and STRUCTURE_RULE in record["verdicts"]:
+            # B4O-ORGEval: the verdict is about the model the program built; it has no objective to regrade
+            correct[STRUCTURE_RULE] = correct.get(STRUCTURE_RULE, 0) + bool(record["verdicts"][STRUCTURE_RULE])
+            graded.append(record)
+            continue
         if own_format:
             raw_answer, raw_prediction = record.get("answer"), None
         else:
@@ -177,7 +213,8 @@ def regrade(
     table.add_column("rule")
     table.add_column("correct", justify="right")
     table.add_column("Pass@1 (%)", justify="right")
-    for name in [rule] + [r for r in RULES if r != rule]:
+    correct.setdefault(rule, 0)
+    for name in [rule] + [r for r in correct if r != rule]:
         table.add_row(name + (" *" if name == rule else ""), str(correct[name]), f"{100 * correct[name] / len(graded):.2f}")
     out.print(table)
     if output is not None:
@@ -204,6 +241,9 @@ def compare_command(
     second: Annotated[Path, typer.Argument(help="Eval folder (or samples.jsonl) B.")],
     rule: Annotated[str, typer.Option(help="Rule the comparison uses.")] = "strict",
     show: Annotated[int, typer.Option(help="List at most this many wins and losses each.")] = 20,
+    allow_different_benchmarks: Annotated[
+        bool, typer.Option("--allow-different-benchmarks", help="Compare even when the evals used different benchmark files (SHA-256).")
+    ] = False,
 ) -> None:
     """Per-item wins (A right, B wrong) and losses (A wrong, B right) between two evals."""
     from rich.table import Table
@@ -211,8 +251,10 @@ def compare_command(
     from trex_cli.evaluate.grading import check_rule_name
     from trex_cli.evaluate.report import compare, load_sample_records
 
-    check_rule_name(rule)
-    result = compare(load_sample_records(first), load_sample_records(second), rule)
+    check_rule_name(rule, structure=True)
+    result = compare(load_sample_records(first), load_sample_records(second), rule, allow_different_benchmarks)
+    if result["different_benchmark_versions"]:
+        out.print(f"warning: different benchmark versions for {', '.join(result['different_benchmark_versions'])}; compared anyway")
     out.print(
         f"rule {rule}: {result['shared_items']} shared items; A {100 * result['pass@1_a']:.2f}% vs "
         f"B {100 * result['pass@1_b']:.2f}%; A wins {len(result['wins'])}, loses {len(result['losses'])}, "

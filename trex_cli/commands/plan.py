@@ -103,11 +103,12 @@ def _print_evaluation(evaluation, cluster) -> None:
                   f"(of {cluster.host_memory_gb:g})")
     table = Table(title=f"step time (s), {time.microbatches} micro-batches per step")
     for column in ("step", "compute", "bubble", "TP comm", "CP comm", "EP all-to-all", "PP send/recv", "DP comm",
-                   "optimizer", "exposed comm", "MFU %"):
+                   "optimizer", "exposed comm", "MFU %", "HFU %"):
         table.add_column(column, justify="right")
     table.add_row(*(f"{v:.2f}" for v in (time.step, time.compute, time.bubble, time.tensor_parallel,
                                          time.context_parallel, time.expert_all_to_all, time.pipeline_p2p, time.data_parallel,
-                                         time.optimizer, time.exposed_communication, 100 * evaluation.mfu)))
+                                         time.optimizer, time.exposed_communication, 100 * evaluation.mfu,
+                                         100 * evaluation.hfu)))
     out.print(table)
 
 
@@ -132,17 +133,21 @@ def plan(
     measured_step_time: Annotated[float | None, typer.Option("--measured-step-time", help="With --check: a measured step time (s); prints the compute efficiency that reproduces it, for a profile file.")] = None,
     force_search: Annotated[bool, typer.Option("--search", help="Search layouts even when the recipe's \\[plan] names one to check.")] = False,
     out_path: Annotated[Path | None, typer.Option("--out", help="Write the best (or checked) layout as a recipe fragment (TOML).")] = None,
+    validate_model: Annotated[bool, typer.Option("--validate", help="Fit the step-time model to T-Rex's Pro step and print its error on published runs it was not fitted to.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Rank parallel layouts by estimated step time, with per-rank memory, MFU and why rejected
     layouts failed; or evaluate one layout with --check (exit status 2 when it does not fit)."""
     if ctx.invoked_subcommand is not None:
         return
+    if validate_model:
+        _print_validation(as_json)
+        return
     import dataclasses
 
     from trex_cli.artifacts import write_text_atomic
     from trex_cli.plan.clusters import load_cluster
-    from trex_cli.plan.layout import Job, Layout, default_noop_layers
+    from trex_cli.plan.layout import Job, PlannedLayout, default_noop_layers
     from trex_cli.plan.memory import Precision
     from trex_cli.plan.mfu import flops_per_token
     from trex_cli.plan.search import evaluate, search
@@ -170,7 +175,7 @@ def plan(
         recompute_mode = recompute or section.recompute
         if recompute_mode not in ("full", "selective", "none"):
             raise ValueError(f"--recompute {recompute_mode!r}: use full, selective or none")
-        layout = Layout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp,
+        layout = PlannedLayout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp,
                         micro_batch=micro_batch or section.micro_batch, recompute=recompute_mode,
                         optimizer_swap=section.optimizer_swap if swap is None else swap, noop_layers=noop)
         evaluation = evaluate(job, layout, cluster_profile, model_flops, precision)
@@ -221,17 +226,51 @@ def plan(
             out.print(f"wrote the best layout to {out_path}")
 
 
+def _print_validation(as_json: bool) -> None:
+    from rich.table import Table
+
+    from trex_cli.plan.validation import validate_against_published
+
+    report = validate_against_published()
+    if as_json:
+        out.print_json(json.dumps(report))
+        return
+    out.print(f"compute_efficiency {report['compute_efficiency']:.4f} on {report['cluster']}, fitted to "
+              f"{report['fitted_to']}'s step; the other runs are predictions", highlight=False)
+    table = Table(title="step-time model against published runs")
+    for column in ("run", "role", "layout", "ranks", "GBS", "published", "measured step s", "predicted step s",
+                   "predicted tokens/s/device", "error %"):
+        table.add_column(column, justify="right" if column not in ("run", "layout", "published") else "left")
+    for row in report["runs"]:
+        table.add_row(row["name"], row["role"], row["layout"], str(row["world"]), str(row["global_batch"]),
+                      row["measured"], f"{row['measured_step_s']:.2f}", f"{row['predicted_step_s']:.2f}",
+                      f"{row['predicted_tokens_per_s_per_device']:,.0f}", f"{100 * row['error']:+.1f}")
+    out.print(table)
+    for row in report["runs"]:
+        out.print(f"  {row['name']}: {row['assumptions']} ({row['source']})", highlight=False)
+    table = Table(title="which FLOP count gives T-Rex's 34.22% at about 27 s (Pro, 512 ranks, GBS 1024)")
+    for column in ("FLOP convention", "GFLOP/token", "MFU % at 27 s", "step s for 34.22%"):
+        table.add_column(column, justify="left" if column == "FLOP convention" else "right")
+    for row in report["mfu_conventions"]:
+        name = row["convention"] + ("  <- closest" if row["closest"] else "")
+        table.add_row(name, f"{row['gflop_per_token']:.1f}", f"{100 * row['mfu_at_27s']:.2f}",
+                      f"{row['step_for_34_22']:.2f}")
+    out.print(table)
+
+
 def _print_ranked(result, rows: int, cluster, job) -> None:
     from rich.table import Table
 
     out.print(f"[bold]{cluster.description}[/bold]: {job.world} ranks, sequence {job.seq_len}, global batch "
               f"{job.global_batch}; {result.examined} layouts examined, {len(result.feasible)} fit, "
-              f"{len(result.rejected)} rejected")
+              f"{len(result.rejected)} rejected; only layouts trex's {cluster.engine} engine runs")
+    out.print("MFU: Megatron model FLOPs with V4 attention; HFU adds the recomputed forward (T-Rex's count)",
+              highlight=False)
     if not result.feasible:
         out.print("no layout fits")
     table = Table(title="best layouts (estimated)")
     for column in ("#", "TP", "PP", "VPP", "EP", "ETP", "CP", "DP", "mb", "recompute", "swap", "no-op layers",
-                   "mem GB", "step s", "bubble s", "exposed comm s", "MFU %"):
+                   "mem GB", "step s", "bubble s", "exposed comm s", "MFU %", "HFU %"):
         table.add_column(column, justify="right")
     for index, evaluation in enumerate(result.feasible[:rows], 1):
         layout, memory, time = evaluation.layout, evaluation.memory, evaluation.time
@@ -240,7 +279,8 @@ def _print_ranked(result, rows: int, cluster, job) -> None:
                       str(layout.etp), str(layout.cp), str(dp), str(layout.micro_batch), layout.recompute,
                       "yes" if layout.optimizer_swap else "no", ",".join(map(str, layout.noop_layers)) or "-",
                       _gb(memory.total), f"{time.step:.2f}", f"{time.bubble:.2f}",
-                      f"{time.exposed_communication:.2f}", f"{100 * evaluation.mfu:.2f}")
+                      f"{time.exposed_communication:.2f}", f"{100 * evaluation.mfu:.2f}",
+                      f"{100 * evaluation.hfu:.2f}")
     if result.feasible:
         out.print(table)
     summary = result.rejection_summary()
@@ -295,4 +335,6 @@ def mfu_command(
     names = {"v4": "Megatron, V4 sparse attention", "dense": "Megatron, dense causal attention"}
     for convention, value in report.mfu.items():
         table.add_row(names[convention], f"{report.flops_per_token[convention] / 1e9:.1f}", f"{100 * value:.2f}")
+    table.add_row("V4 sparse + recomputed forward (full recompute; T-Rex's count)",
+                  f"{report.flops_per_token['v4'] * 4 / 3 / 1e9:.1f}", f"{100 * report.hfu_full_recompute:.2f}")
     out.print(table)

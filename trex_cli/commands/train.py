@@ -1,7 +1,7 @@
 """`trex train cpt` and `trex train sft`: full-parameter training of a DeepSeek-V4 model on a data folder.
 
 The native engine (default) trains with trex's own trainer on PyTorch distributed; `--engine mindspeed`
-renders (and, where MindSpeed-LLM is installed, runs) the SuperPOD launch through the planner.
+renders (and, where MindSpeed-LLM is installed, runs) the SuperPOD launch (`trex_cli.train.engines.mindspeed`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
     recipe = load_recipe(recipe_path, overrides, flags)
     layout = RunLayout(recipe)
     if recipe.section("train").engine == "mindspeed":
-        from trex_cli.plan.mindspeed import run_mindspeed
+        from trex_cli.train.engines.mindspeed import run_mindspeed
 
         result = run_mindspeed(stage, recipe, layout.root, dry_run)
         mode = "wrote (dry run)" if result.get("dry_run") else "ran"
@@ -89,41 +89,30 @@ def _print_summary(stage: str, folder: Path, summary: dict) -> None:
     )
 
 
-@app.command("cpt")
-@user_errors
-def cpt(
-    recipe: RecipeOption = None,
-    set_: SetOption = None,
-    data: DataOption = None,
-    run_dir: RunDirOption = None,
-    max_steps: MaxStepsOption = None,
-    save_every: SaveEveryOption = None,
-    nproc: NprocOption = 1,
-    flavor: FlavorOption = None,
-    init: InitOption = None,
-    engine: EngineOption = None,
-    dry_run: DryRunOption = False,
-    force: ForceOption = False,
-) -> None:
-    """Continued pretraining on a `trex data cpt` folder (attention stays inside each packed document)."""
-    _train("cpt", recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force)
+def _register(stage: str, help_text: str) -> None:
+    """One command per training stage; both take the same flags."""
+
+    def command(
+        recipe: RecipeOption = None,
+        set_: SetOption = None,
+        data: DataOption = None,
+        run_dir: RunDirOption = None,
+        max_steps: MaxStepsOption = None,
+        save_every: SaveEveryOption = None,
+        nproc: NprocOption = 1,
+        flavor: FlavorOption = None,
+        init: InitOption = None,
+        engine: EngineOption = None,
+        dry_run: DryRunOption = False,
+        force: ForceOption = False,
+    ) -> None:
+        _train(stage, recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force)
+
+    command.__doc__ = help_text
+    command.__name__ = stage
+    app.command(stage)(user_errors(command))
 
 
-@app.command("sft")
-@user_errors
-def sft(
-    recipe: RecipeOption = None,
-    set_: SetOption = None,
-    data: DataOption = None,
-    run_dir: RunDirOption = None,
-    max_steps: MaxStepsOption = None,
-    save_every: SaveEveryOption = None,
-    nproc: NprocOption = 1,
-    flavor: FlavorOption = None,
-    init: InitOption = None,
-    engine: EngineOption = None,
-    dry_run: DryRunOption = False,
-    force: ForceOption = False,
-) -> None:
-    """Supervised fine-tuning on a `trex data sft` folder (loss on assistant tokens only), from the run's CPT export when there is one."""
-    _train("sft", recipe, set_, data, run_dir, max_steps, save_every, nproc, flavor, init, engine, dry_run, force)
+_register("cpt", "Continued pretraining on a `trex data cpt` folder (attention stays inside each packed document).")
+_register("sft", "Supervised fine-tuning on a `trex data sft` folder (loss on assistant tokens only), from the run's "
+          "CPT export when there is one.")

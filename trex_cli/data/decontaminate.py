@@ -1,13 +1,11 @@
 """Decontamination: drop any training row that shares a word n-gram (13 by default) with a
 benchmark question, after both are put in matching form (see `normalize`).
 
-Benchmarks are read with the eval stage's loader (`trex_cli.evaluate.benchmarks.load_benchmark`),
-so decontamination sees exactly the items `trex eval` scores: JSON arrays or JSON Lines with
-`en_question` (NL4Opt, OptiBench, MAMO, IndustryOR, OptMATH, trex's eval split), Bench4Opt with
-`problem`, a synth folder (its `eval/test.jsonl`), or a benchmark name under $TREX_BENCHMARK_DIR.
-The one layout that loader refuses, B4O-ORGEval (graded by model structure, so it has no answer to
-score), is read with its record reader and the `problem` field: its questions still must not leak.
-A question shorter than n words is indexed as one n-gram of all its words, so it still matches a
+Benchmarks are read through `trex_cli.benchmark_files`, the module the eval's loader reads them
+with, so decontamination sees exactly the questions `trex eval` asks: JSON arrays or JSON Lines with
+`en_question` (NL4Opt, OptiBench, MAMO, IndustryOR, OptMATH, trex's eval split), Bench4Opt and
+B4O-ORGEval with `problem`, a synth folder (its `eval/test.jsonl`), or a benchmark name under
+$TREX_BENCHMARK_DIR. A question shorter than n words is indexed as one n-gram of all its words, so it still matches a
 training text that contains it whole.
 """
 
@@ -36,20 +34,10 @@ class Contamination:
 
 def read_benchmark_questions(spec: str | Path) -> list[tuple[QuestionOrigin, str]]:
     """(origin, question text) for every item of one benchmark file, synth folder or name."""
-    from trex_cli.evaluate.benchmarks import detect_layout, load_benchmark, read_records, resolve_benchmark
+    from trex_cli.benchmark_files import benchmark_questions
 
-    _, path = resolve_benchmark(str(spec))
-    records = read_records(path)
-    if records and detect_layout(set(records[0][1])) == "bench4opt-orgeval":
-        questions = []
-        for position, (line, record) in enumerate(records):
-            if not isinstance(record.get("problem"), str):
-                raise ValueError(f"{path}:{line}: no 'problem' string; is {path} a Bench4Opt file?")
-            item_id = str(record["id"]) if "id" in record else str(position)
-            questions.append((QuestionOrigin(str(path), item_id), record["problem"]))
-        return questions
-    benchmark = load_benchmark(str(spec))
-    return [(QuestionOrigin(str(benchmark.path), item.id), item.question) for item in benchmark.items]
+    path, questions = benchmark_questions(spec)
+    return [(QuestionOrigin(str(path), item_id), question) for item_id, question in questions]
 
 
 class BenchmarkIndex:

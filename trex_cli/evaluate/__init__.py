@@ -1,10 +1,12 @@
 """trex's evaluation: zero-shot Pass@1 on OR modeling benchmarks, with generated programs executed in a
 sandbox and graded under every published rule (trex's own, `strict`, by default).
 
-Modules: `config` (the [eval] table), `benchmarks` (loaders), `prompts` (prompt styles, program
-extraction), `generators` (openai, hf, file, gold), `sandbox` + `sandbox_server` (contained
-execution), `grading` (answers, rules, outcome classes), `report` (scores, report.md, chart,
-comparison), `runner` (`run_eval`, what `trex eval` and `trex run` call).
+Modules: `config` (the [eval] table, named suites), `benchmarks` (loaders), `prompts` (prompt styles,
+the paper's templates in `prompt_templates/`, program extraction), `generators` (openai, hf, file,
+gold), `sandbox` + `sandbox_server` (contained execution), `grading` (answers, rules, outcome
+classes), `equivalence` (B4O-ORGEval's structural LP check), `report` (scores, subsets, suite mean,
+report.md, chart, lm-eval results file, comparison), `runner` (`run_eval`, what `trex eval` and
+`trex run` call).
 """
 
 from trex_cli.evaluate.config import EvalConfig

@@ -8,6 +8,8 @@ extension says):
   to the file's folder, given to the program as `data.json`) and `reference_program`.
 - Bench4Opt (`problem`, `optimal_value` or `gt_optimal_value`, `data_path` relative to the file's
   folder, given to the program as `data.json`, `reference_code`).
+- B4O-ORGEval (`problem`, `data_path`, `reference_lp_path`: a reference model in LP format, relative
+  to the file's folder): no objective; graded by structural equivalence with the reference LP.
 - anything else through `question_field` / `answer_field` (and `id_field`).
 
 Item ids are the record's `id` field where it has one, else its 0-based position in the file, as a
@@ -18,33 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trex_cli.artifacts import sha256_file
+from trex_cli.benchmark_files import (
+    DATA_FILE_NAME,
+    SUBSET_FIELDS,
+    detect_layout,
+    item_id_of,
+    question_of,
+    read_records,
+    resolve_benchmark,
+)
 from trex_cli.evaluate.grading import Truth, parse_answer
-
-BENCHMARK_DIR_ENV = "TREX_BENCHMARK_DIR"
-DATA_FILE_NAME = "data.json"  # what a program opens in its working folder
-
-# Benchmark names -> candidate paths under the benchmark folder (first existing wins).
-NAMED_BENCHMARKS: dict[str, tuple[str, ...]] = {
-    "nl4opt": ("slai_trex_eval/NL4OPT/test.jsonl", "NL4OPT/test.jsonl"),
-    "optibench": ("slai_trex_eval/optibench/OptiBench.json", "optibench/OptiBench.json"),
-    "b4o-feasible": ("slai_trex_eval/bench4opt_feasible/test.jsonl", "bench4opt_feasible/test.jsonl"),
-    "b4o-solver": ("slai_trex_eval/bench4opt/solver_test.jsonl", "bench4opt/solver_test.jsonl"),
-    "industryor": ("sirl_test_data/IndustryOR_fixedV2.json", "IndustryOR_fixedV2.json"),
-    "mamo-easy": ("sirl_test_data/MAMO_EasyLP_fixed.jsonl", "MAMO_EasyLP_fixed.jsonl"),
-    "mamo-complex": ("sirl_test_data/MAMO_ComplexLP_fixed.jsonl", "MAMO_ComplexLP_fixed.jsonl"),
-    "optmath": ("sirl_test_data/OptMATH_Bench_166.jsonl", "OptMATH_Bench_166.jsonl"),
-    "optmath-193": ("sirl_test_data/OptMATH_Bench_193.jsonl", "OptMATH_Bench_193.jsonl"),
-    "nl4opt-sirl": ("sirl_test_data/NL4OPT.jsonl",),
-    "optibench-605": ("sirl_test_data/OptiBench.jsonl",),
-    # trex's own held-out split, under a run folder or a synth folder
-    "synth": ("synth/eval/test.jsonl", "eval/test.jsonl"),
-}
 
 
 @dataclass
@@ -60,13 +50,15 @@ class BenchmarkItem:
     data_files: dict[str, str] = field(default_factory=dict)  # name in the work folder -> path here
     reference_program: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    reference_model: str | None = None  # B4O-ORGEval: the reference LP file the program's model must match
     content_hash: str = ""
 
     def __post_init__(self) -> None:
         if not self.content_hash:
             digest = hashlib.sha256()
             digest.update(json.dumps([self.question, self.answer], default=str).encode())
-            for name, path in sorted(self.data_files.items()):
+            references = {"(reference model)": self.reference_model} if self.reference_model else {}
+            for name, path in sorted({**self.data_files, **references}.items()):
                 digest.update(name.encode())
                 digest.update(sha256_file(Path(path)).encode())
             self.content_hash = digest.hexdigest()
@@ -79,71 +71,6 @@ class Benchmark:
     version: str
     layout: str
     items: list[BenchmarkItem]
-
-
-def read_records(path: Path) -> list[tuple[int, dict]]:
-    """(line number, record) pairs from a JSON array or a JSON Lines file."""
-    text = Path(path).read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
-        records = list(enumerate(rows, start=1))  # position in the array stands in for a line
-    else:
-        records = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((number, json.loads(line)))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not valid JSON ({error})") from None
-    for number, record in records:
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}:{number}: expected a JSON object per item, got {type(record).__name__}")
-    return records
-
-
-def detect_layout(keys: set[str]) -> str:
-    if "en_question" in keys and "data_file" in keys:
-        return "trex-eval-split"
-    if "en_question" in keys:
-        return "en_question"
-    if "problem" in keys and ({"optimal_value", "gt_optimal_value"} & keys):
-        return "bench4opt"
-    if "problem" in keys and "reference_lp_path" in keys:
-        return "bench4opt-orgeval"
-    return "unknown"
-
-
-def resolve_benchmark(spec: str, benchmark_dir: str | Path | None = None) -> tuple[str, Path]:
-    """(name, file) for a benchmark name or a path. Names are looked up under `benchmark_dir`, else
-    $TREX_BENCHMARK_DIR; a folder holding an `eval/test.jsonl` (a synth folder) is accepted too."""
-    candidate = Path(spec)
-    if candidate.is_file():
-        return candidate.stem if candidate.stem != "test" else candidate.parent.name, candidate
-    if candidate.is_dir() and (candidate / "eval" / "test.jsonl").is_file():
-        return "synth", candidate / "eval" / "test.jsonl"
-    key = spec.lower()
-    if key not in NAMED_BENCHMARKS:
-        raise FileNotFoundError(
-            f"benchmark {spec!r} is neither a file nor a known name; known names: "
-            f"{', '.join(NAMED_BENCHMARKS)} (or give a path to a JSON / JSONL file)"
-        )
-    root = benchmark_dir or os.environ.get(BENCHMARK_DIR_ENV, "")
-    if not root:
-        raise ValueError(
-            f"benchmark {spec!r}: set --benchmark-dir (or ${BENCHMARK_DIR_ENV}, or [eval] benchmark_dir) "
-            "to the folder holding the benchmark files"
-        )
-    for relative in NAMED_BENCHMARKS[key]:
-        path = Path(root) / relative
-        if path.is_file():
-            return key, path
-    tried = ", ".join(str(Path(root) / r) for r in NAMED_BENCHMARKS[key])
-    raise FileNotFoundError(f"benchmark {spec!r}: none of these files exists: {tried}")
 
 
 def load_benchmark(
@@ -164,11 +91,6 @@ def load_benchmark(
     layout = "mapped" if question_field or answer_field else detect_layout(set(records[0][1]))
     if layout == "mapped" and not (question_field and answer_field):
         raise ValueError(f"{path}: give both --question-field and --answer-field (got only one)")
-    if layout == "bench4opt-orgeval":
-        raise ValueError(
-            f"{path}: B4O-ORGEval items carry no objective (they are graded by structural equivalence with "
-            "a reference LP, which trex does not implement); use b4o-feasible or b4o-solver"
-        )
     if layout == "unknown":
         raise ValueError(
             f"{path}: unknown layout (fields: {', '.join(sorted(records[0][1]))}); pass --question-field "
@@ -179,12 +101,7 @@ def load_benchmark(
     seen: set[str] = set()
     for position, (line, record) in enumerate(records):
         where = f"{path}:{line}"
-        if id_field:
-            if id_field not in record:
-                raise ValueError(f"{where}: no field {id_field!r} (--id-field); fields: {', '.join(record)}")
-            item_id = str(record[id_field])
-        else:
-            item_id = str(record["id"]) if "id" in record else str(position)
+        item_id = item_id_of(record, position, where, id_field)
         if item_id in seen:
             raise ValueError(f"{where}: item id {item_id!r} appears twice; pass --id-field to name a unique field")
         seen.add(item_id)
@@ -214,12 +131,25 @@ def _build_item(
 ) -> BenchmarkItem:
     data_files: dict[str, str] = {}
     reference_program = None
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = {key: record[key] for key in SUBSET_FIELDS if key in record}
+    if record.get("data_path"):
+        metadata["data_path"] = record["data_path"]  # as the benchmark names it (the paper's prompt shows it)
+    if layout == "bench4opt-orgeval":
+        question = question_of(layout, record, where)
+        reference = _existing(folder / str(_field(record, "reference_lp_path", where)), where)
+        if record.get("data_path"):
+            data_files[DATA_FILE_NAME] = str(_existing(folder / record["data_path"], where))
+        return BenchmarkItem(
+            id=item_id, question=question, truth=Truth(infeasible=False), answer=None, benchmark=name,
+            version=version, data_files=data_files, reference_program=record.get("reference_code"),
+            metadata=metadata, reference_model=str(reference),
+        )  # fmt: skip
+    question = question_of(layout, record, where, question_field)
     if layout == "mapped":
-        question, answer = _field(record, question_field, where), _field(record, answer_field, where)
+        answer = _field(record, answer_field, where)
     elif layout in ("en_question", "trex-eval-split"):
-        question, answer = _field(record, "en_question", where), _field(record, "en_answer", where)
-        for key in ("difficulty", "family", "representation"):
+        answer = _field(record, "en_answer", where)
+        for key in ("family", "representation"):
             if key in record:
                 metadata[key] = record[key]
         if layout == "trex-eval-split":
@@ -227,16 +157,10 @@ def _build_item(
             if record.get("data_file"):
                 data_files[DATA_FILE_NAME] = str(_existing(folder / record["data_file"], where))
     else:  # bench4opt
-        question = _field(record, "problem", where)
         answer = record["optimal_value"] if "optimal_value" in record else record["gt_optimal_value"]
         reference_program = record.get("reference_code")
-        for key in ("problem_type", "problem_class", "wp_type"):
-            if key in record:
-                metadata[key] = record[key]
         if record.get("data_path"):
             data_files[DATA_FILE_NAME] = str(_existing(folder / record["data_path"], where))
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError(f"{where}: the question is empty or not a string")
     try:
         truth = parse_answer(answer)
     except ValueError as error:
@@ -258,5 +182,5 @@ def _build_item(
 
 def _existing(path: Path, where: str) -> Path:
     if not path.is_file():
-        raise FileNotFoundError(f"{where}: data file {path} does not exist")
+        raise FileNotFoundError(f"{where}: file {path} does not exist")
     return path

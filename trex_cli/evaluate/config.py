@@ -9,6 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+# Named benchmark suites: the T-Rex paper's headline is the mean Pass@1 over its four benchmarks,
+# each under the paper's rule for it (the objective within 1e-6; structural equivalence for ORGEval).
+SUITES: dict[str, dict] = {
+    "trex": {
+        "benchmarks": ("nl4opt", "optibench", "b4o-feasible", "b4o-orgeval"),
+        "rules": {"nl4opt": "trex-paper", "optibench": "trex-paper", "b4o-feasible": "trex-paper", "b4o-orgeval": "orgeval"},
+        "prompt": "trex-paper",
+        "published_mean": 0.7181,  # T-Rex's reported average over the four
+    },
+}
+
 
 @dataclass
 class EvalConfig:
@@ -17,6 +28,7 @@ class EvalConfig:
     # Benchmarks: names (nl4opt, optibench, b4o-feasible, industryor, mamo-easy, mamo-complex, optmath,
     # synth, ...) resolved under benchmark_dir (or $TREX_BENCHMARK_DIR), or paths to JSON / JSONL files.
     benchmarks: list[str] = field(default_factory=lambda: ["nl4opt"])
+    suite: str = ""  # a named suite (trex) replaces `benchmarks` and adds its mean to results.json
     benchmark_dir: str = ""
     # Generic mapping for files in other layouts ("" = detect the layout from the fields present).
     question_field: str = ""
@@ -29,9 +41,13 @@ class EvalConfig:
     endpoint: str = "http://127.0.0.1:8000/v1"  # OpenAI-compatible base URL (…/v1)
     model: str = ""  # the served model name sent with each request ("" = ask the endpoint's /models)
     api_key_env: str = "OPENAI_API_KEY"  # environment variable holding the key, if the endpoint wants one
+    api_mode: Literal["chat", "completions"] = "chat"  # completions: a plain-text prompt, for base models
+    extra_body: str = ""  # JSON object merged into every request body (e.g. {"top_k": 20}), for the openai backend
     checkpoint: str = ""  # hf backend: a trex HF export folder
     completions: str = ""  # file backend: JSONL with id, completion (and sample)
-    prompt: str = "trex"  # "trex", "trex-paper", "synth" (the synthetic SFT prompt), or a template file with {question}
+    # "trex", "trex-paper" (the paper's own templates, chosen per benchmark), "synth" (the synthetic
+    # SFT prompt), or a template file with {question}
+    prompt: str = "trex"
     solver_library: Literal["pyomo", "gurobipy"] = "pyomo"  # what the prompt asks the program to use
     temperature: float = 0.6
     top_p: float = 1.0

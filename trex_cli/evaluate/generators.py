@@ -10,14 +10,11 @@ interrupted eval resumes without asking the model again.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
 import random
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -45,6 +42,7 @@ class Completion:
     reasoning: str | None = None  # a separate reasoning channel, when the server splits it off
     usage: dict = field(default_factory=dict)
     cached: bool = False
+    error: str | None = None  # the request failed for good (never cached: the next run asks again)
 
     def to_dict(self) -> dict:
         return {"text": self.text, "finish_reason": self.finish_reason, "reasoning": self.reasoning, "usage": self.usage}
@@ -122,7 +120,7 @@ class Generator:
             return
 
         def store_then_report(request: GenerationRequest, completion: Completion) -> None:
-            if cache is not None:
+            if cache is not None and completion.error is None:
                 cache.put(request.key, completion)
             on_done(request, completion)
 
@@ -134,15 +132,20 @@ class Generator:
 
 # ------------------------------------------------------------------------------------------------
 class OpenAIGenerator(Generator):
-    """Any OpenAI-compatible chat endpoint (vLLM, vllm-ascend, MindIE, ...), over plain HTTP.
+    """Any OpenAI-compatible endpoint (vLLM, vllm-ascend, MindIE, ...), through the `openai` package:
+    chat completions, or plain-text completions for base models (`api_mode="completions"`).
 
     One request per sample with seed + sample index, so each sample is reproducible and cached on
     its own; `concurrency` requests in flight; retries with exponential backoff (and the server's
-    Retry-After) on connection errors, timeouts, 408, 409, 429 and 5xx.
+    Retry-After) on connection errors, timeouts, 408, 409, 429 and 5xx. A request the server refuses
+    for what it is (400, 413, 422: a prompt longer than the context, say) ends that sample as an
+    `api_error` and the run goes on; retries used up, or any other refusal (a wrong key, a wrong
+    model), stops the run with the completions so far cached.
     """
 
     name = "openai"
     RETRY_STATUS = (408, 409, 429, 500, 502, 503, 504)
+    ITEM_STATUS = (400, 413, 422)  # the request itself is at fault: other items may still succeed
 
     def __init__(
         self,
@@ -158,18 +161,31 @@ class OpenAIGenerator(Generator):
         request_timeout: float = 600.0,
         max_retries: int = 5,
         backoff_base: float = 1.0,
+        api_mode: str = "chat",
+        extra_body: dict | None = None,
     ) -> None:
         if not endpoint.startswith(("http://", "https://")):
             raise ValueError(f"--endpoint {endpoint!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+        if api_mode not in ("chat", "completions"):
+            raise ValueError(f"--api-mode {api_mode!r}: use chat or completions")
+        try:
+            import openai
+        except ImportError:
+            raise ValueError("the openai backend needs the openai package: pip install 'openai>=1.40'") from None
         self.endpoint = endpoint.rstrip("/")
         self.model = model
-        self.api_key = api_key
         self.temperature, self.top_p, self.max_tokens, self.seed = temperature, top_p, max_tokens, seed
         self.concurrency = max(1, concurrency)
-        self.request_timeout = request_timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
+        self.api_mode = api_mode
+        self.extra_body = dict(extra_body or {})
         self.requests_sent = 0  # HTTP requests made (retries included)
+        self._lock = threading.Lock()
+        # Retries are trex's own (counted, with Retry-After), so the client makes one attempt per call.
+        self.client = openai.OpenAI(
+            base_url=self.endpoint, api_key=api_key or "EMPTY", timeout=request_timeout, max_retries=0
+        )
 
     def identity(self) -> dict:
         return {
@@ -180,73 +196,89 @@ class OpenAIGenerator(Generator):
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "seed": self.seed,
+            "api_mode": self.api_mode,
+            "extra_body": self.extra_body,
         }
 
     def resolved_model(self) -> str:
         if not self.model:
-            listing = self._call("GET", "/models", None)
-            models = [entry.get("id") for entry in listing.get("data", []) if entry.get("id")]
+            listing = self._call("GET /models", self.client.models.list)
+            models = [entry.id for entry in listing.data if getattr(entry, "id", None)]
             if not models:
                 raise GenerationError(f"{self.endpoint}/models lists no model; pass --model NAME")
             self.model = models[0]
         return self.model
 
-    def _call(self, method: str, path: str, payload: dict | None) -> dict:
-        url = self.endpoint + path
-        body = json.dumps(payload).encode() if payload is not None else None
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+    def _call(self, what: str, function, *args, **kwargs):
+        """`function(*args, **kwargs)` with retries; GenerationError when it fails for good, carrying
+        `item_error = True` when the server refused this request for what it is."""
+        import openai
+
         last_problem = ""
         for attempt in range(self.max_retries + 1):
             if attempt:
                 delay = min(60.0, self.backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random())
                 time.sleep(delay)
-            self.requests_sent += 1
-            request = urllib.request.Request(url, data=body, headers=headers, method=method)
+            with self._lock:
+                self.requests_sent += 1
             try:
-                with urllib.request.urlopen(request, timeout=self.request_timeout) as response:
-                    return json.loads(response.read().decode("utf-8"))
-            except urllib.error.HTTPError as error:
-                detail = error.read().decode("utf-8", errors="replace")[:500]
-                last_problem = f"HTTP {error.code}: {detail}"
-                if error.code not in self.RETRY_STATUS:
-                    raise GenerationError(f"{method} {url} failed with {last_problem}") from None
-                retry_after = error.headers.get("Retry-After") if error.headers else None
+                return function(*args, **kwargs)
+            except openai.APIStatusError as error:
+                detail = error.response.text[:500] if error.response is not None else str(error)
+                last_problem = f"HTTP {error.status_code}: {detail}"
+                if error.status_code in self.ITEM_STATUS:
+                    failure = GenerationError(f"{what} {self.endpoint}: refused with {last_problem}")
+                    failure.item_error = True
+                    raise failure from None
+                if error.status_code not in self.RETRY_STATUS:
+                    raise GenerationError(f"{what} {self.endpoint} failed with {last_problem}") from None
+                retry_after = error.response.headers.get("Retry-After") if error.response is not None else None
                 if retry_after and retry_after.replace(".", "", 1).isdigit():
                     time.sleep(min(60.0, float(retry_after)))
-            except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as error:
-                last_problem = f"{type(error).__name__}: {getattr(error, 'reason', error)}"
-            except json.JSONDecodeError as error:
-                last_problem = f"the reply is not JSON ({error})"
+            except (openai.APIConnectionError, openai.APITimeoutError) as error:
+                last_problem = f"{type(error).__name__}: {error}"
+            except openai.APIResponseValidationError as error:
+                last_problem = f"the reply is not what the API promises ({error})"
         raise GenerationError(
-            f"{method} {url} failed after {self.max_retries + 1} attempts ({last_problem}); completions so far "
+            f"{what} {self.endpoint} failed after {self.max_retries + 1} attempts ({last_problem}); completions so far "
             "are cached: run the same command again to resume"
         )
 
     def complete(self, request: GenerationRequest) -> Completion:
-        payload = {
+        common = {
             "model": self.resolved_model(),
-            "messages": request.messages,
             "temperature": self.temperature,
             "top_p": self.top_p,
             "max_tokens": self.max_tokens,
             "seed": self.seed + request.sample,
             "n": 1,
+            "extra_body": self.extra_body or None,
         }
-        reply = self._call("POST", "/chat/completions", payload)
         try:
-            choice = reply["choices"][0]
-            message = choice.get("message") or {}
-            text = message.get("content") or ""
-        except (KeyError, IndexError, TypeError):
-            raise GenerationError(f"{self.endpoint}/chat/completions: unexpected reply {str(reply)[:300]}") from None
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
-        return Completion(text=text, finish_reason=choice.get("finish_reason"), reasoning=reasoning, usage=reply.get("usage") or {})
+            if self.api_mode == "completions":
+                reply = self._call("POST /completions", self.client.completions.create, prompt=completion_prompt(request.messages), **common)
+                choice = reply.choices[0]
+                text, reasoning = choice.text or "", None
+            else:
+                reply = self._call("POST /chat/completions", self.client.chat.completions.create, messages=request.messages, **common)
+                choice = reply.choices[0]
+                message = choice.message
+                text = message.content or ""
+                extra = getattr(message, "model_extra", None) or {}
+                reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        except GenerationError as error:
+            if getattr(error, "item_error", False):
+                return Completion(text="", error=str(error))
+            raise
+        except (IndexError, AttributeError, TypeError):
+            raise GenerationError(f"{self.endpoint}: unexpected reply {str(reply)[:300]}") from None
+        usage = reply.usage.model_dump() if getattr(reply, "usage", None) is not None else {}
+        return Completion(text=text, finish_reason=choice.finish_reason, reasoning=reasoning, usage=usage)
 
     def _generate(self, requests: list[GenerationRequest], on_done: OnDone) -> None:
         self.resolved_model()
         failure: list[BaseException] = []
+        item_errors: list[str] = []
 
         def complete_unless_failed(request: GenerationRequest) -> Completion | None:
             # Once one request failed for good, the rest are not sent: rerunning resumes them.
@@ -261,9 +293,21 @@ class OpenAIGenerator(Generator):
                     failure.append(error)
                     continue
                 if completion is not None:
+                    if completion.error is not None:
+                        item_errors.append(completion.error)
                     on_done(futures[future], completion)
         if failure:
             raise failure[0]
+        if requests and len(item_errors) == len(requests):
+            raise GenerationError(
+                f"{self.endpoint} refused all {len(requests)} requests, e.g. {item_errors[0]}; check --model, "
+                "--max-tokens and the server's context length"
+            )
+
+
+def completion_prompt(messages: list[dict[str, str]]) -> str:
+    """A chat prompt as plain text for a base model: the messages' contents, a blank line apart."""
+    return "\n\n".join(message["content"].strip() for message in messages) + "\n\n"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -465,6 +509,19 @@ class HFGenerator(Generator):
         return results
 
 
+def parse_extra_body(text: str) -> dict:
+    """--extra-body / [eval] extra_body: a JSON object merged into every request body."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--extra-body {text!r}: not valid JSON ({error}); give an object such as '{{\"top_k\": 20}}'") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"--extra-body {text!r}: give a JSON object (keys to add to each request), not {type(value).__name__}")
+    return value
+
+
 def build_generator(config, api_key: str | None = None) -> Generator:
     """The generator an EvalConfig asks for."""
     backend = config.backend
@@ -482,6 +539,8 @@ def build_generator(config, api_key: str | None = None) -> Generator:
             request_timeout=config.request_timeout,
             max_retries=config.max_retries,
             backoff_base=config.retry_backoff_s,
+            api_mode=config.api_mode,
+            extra_body=parse_extra_body(config.extra_body),
         )
     if backend == "hf":
         if not config.checkpoint:

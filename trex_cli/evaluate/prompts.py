@@ -1,10 +1,12 @@
 """Prompts for the model under test and extraction of the program from its answer.
 
 Four prompt styles: trex's default (reason, write the mathematical model, then one Python program in a
-```python block), the T-Rex paper's tagged format (<think> reasoning, <model> formulation, <python>
-program), `synth` (exactly the system and user messages of `trex synth`'s program-only SFT samples, with
-a data file shown inline as they show it: the prompt a model trained on them has learned), and a user
-template file in which `{question}` (and optionally `{data_note}`) is replaced.
+```python block), `trex-paper` (the T-Rex paper's own templates, one per benchmark, kept unchanged in
+`prompt_templates/`: the tagged <think>/<model>/<python> prompt for NL4OPT and OptiBench, the data.json
+prompt for B4O-Feasible, the write-the-LP prompt for B4O-ORGEval), `synth` (exactly the system and user
+messages of `trex synth`'s program-only SFT samples, with a data file shown inline as they show it: the
+prompt a model trained on them has learned), and a user template file in which `{question}` (and
+optionally `{data_note}`) is replaced.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from trex_cli.evaluate.benchmarks import DATA_FILE_NAME, BenchmarkItem
+from trex_cli.benchmark_files import DATA_FILE_NAME
+from trex_cli.evaluate.benchmarks import BenchmarkItem
 
 SYSTEM_PROMPT = (
     "You are an expert in operations research and optimization modeling. You turn a business problem "
@@ -38,16 +41,37 @@ must solve the model and print the optimal objective value on its own line as `O
 the problem has no feasible solution, print `No Best Solution`.
 """
 
-PAPER_TEMPLATE = """{question}
-{data_note}
-Think about the problem inside <think></think>. Then give the mathematical model inside <model></model> \
-and one complete Python program inside <python></python>. {solver_instruction} The program must solve \
-the model and print the optimal objective value as `Objective: <value>`.
-"""
-
-BUILTIN_TEMPLATES = {"trex": TREX_TEMPLATE, "trex-paper": PAPER_TEMPLATE}
+BUILTIN_TEMPLATES = {"trex": TREX_TEMPLATE}
 SYNTH_STYLE = "synth"  # the synthetic SFT samples' own messages (data_synth.render.request_messages)
-STYLES = (*BUILTIN_TEMPLATES, SYNTH_STYLE)
+PAPER_STYLE = "trex-paper"
+STYLES = (*BUILTIN_TEMPLATES, PAPER_STYLE, SYNTH_STYLE)
+PAPER_TEMPLATE_DIR = Path(__file__).parent / "prompt_templates"
+WORKING_DIRECTORY_TEXT = "the program's current working directory"
+QUESTION_PLACEHOLDERS = ("{{Question}}", "{{Problem}}", "[Problem Description]")
+
+
+def paper_template_name(item: BenchmarkItem) -> str:
+    """Which of the paper's templates an item gets: by what the item is, then by benchmark name."""
+    if item.reference_model:
+        return "trex_paper_b4o_orgeval.txt"
+    if DATA_FILE_NAME in item.data_files:
+        return "trex_paper_b4o_feasible.txt"
+    if item.benchmark.startswith("optibench"):
+        return "trex_paper_optibench.txt"
+    return "trex_paper_nl4opt.txt"
+
+
+def paper_messages(item: BenchmarkItem) -> list[dict[str, str]]:
+    """The paper's template for this item, filled in, split at its SYSTEM: / USER: markers."""
+    text = (PAPER_TEMPLATE_DIR / paper_template_name(item)).read_text(encoding="utf-8")
+    for placeholder in QUESTION_PLACEHOLDERS:
+        text = text.replace(placeholder, item.question.strip())
+    text = text.replace("{{DataPath}}", str(item.metadata.get("data_path", DATA_FILE_NAME)))
+    text = text.replace("{{WorkingDirectory}}", WORKING_DIRECTORY_TEXT)
+    if not text.startswith("SYSTEM:"):
+        return [{"role": "user", "content": text.strip()}]
+    system, _, user = text[len("SYSTEM:"):].partition("\nUSER:")
+    return [{"role": "system", "content": system.strip()}, {"role": "user", "content": user.strip()}]
 
 
 def data_note(item: BenchmarkItem) -> str:
@@ -67,7 +91,7 @@ class PromptBuilder:
     solver_library: str = "pyomo"
 
     def __post_init__(self) -> None:
-        if self.style == SYNTH_STYLE:
+        if self.style in (SYNTH_STYLE, PAPER_STYLE):
             self.template = ""
         elif self.style in BUILTIN_TEMPLATES:
             self.template = BUILTIN_TEMPLATES[self.style]
@@ -89,6 +113,8 @@ class PromptBuilder:
     def messages(self, item: BenchmarkItem) -> list[dict[str, str]]:
         if self.style == SYNTH_STYLE:
             return synth_messages(item)
+        if self.style == PAPER_STYLE:
+            return paper_messages(item)
         # Plain replacement, not str.format: questions and templates hold JSON braces.
         text = (
             self.template.replace("{question}", item.question.strip())

@@ -26,10 +26,11 @@ from trex_cli.artifacts import (
 )
 from trex_cli.console import out
 from trex_cli.evaluate.benchmarks import Benchmark, BenchmarkItem, load_benchmark
-from trex_cli.evaluate.config import EvalConfig
+from trex_cli.evaluate.config import SUITES, EvalConfig
 from trex_cli.evaluate.generators import Completion, GenerationRequest, ResponseCache, build_generator
 from trex_cli.evaluate.grading import (
     RULES,
+    STRUCTURE_RULE,
     Prediction,
     Truth,
     check_rule_name,
@@ -39,12 +40,20 @@ from trex_cli.evaluate.grading import (
     verdicts,
 )
 from trex_cli.evaluate.prompts import PromptBuilder, extract_program
-from trex_cli.evaluate.report import draw_chart, git_hash, render_markdown, score_records
+from trex_cli.evaluate.report import (
+    draw_chart,
+    git_hash,
+    lm_eval_results,
+    render_markdown,
+    score_records,
+    suite_summary,
+)
 from trex_cli.evaluate.sandbox import ExecutionResult, Sandbox, SandboxSettings
 
 EXECUTION_ENV = "TREX_ALLOW_CODE_EXECUTION"
 SAMPLES_FILE = "samples.jsonl"
 CACHE_FILE = "generations.jsonl"
+LM_EVAL_FILE = "results_lm_eval.json"  # the same scores in lm-evaluation-harness's results layout
 OPERATIONAL_SETTINGS = (
     "concurrency", "request_timeout", "max_retries", "retry_backoff_s", "workers", "allow_code_execution",
     "isolation", "api_key_env",
@@ -65,6 +74,7 @@ def prediction_from_record(record: dict) -> Prediction:
         exit_ok=record.get("exit_code") == 0 and not record.get("timed_out") and not record.get("harness_error"),
         timed_out=bool(record.get("timed_out")),
         gap=record.get("gap"),
+        stdout=record.get("stdout") or "",
     )
 
 
@@ -90,24 +100,34 @@ def grade_sample(
         exit_ok=execution.exit_ok,
         timed_out=execution.timed_out,
         gap=last.get("gap"),
+        stdout=stdout,
     )
     truth: Truth = item.truth
     ran = program is not None and syntax_error is None
-    rule_verdicts = verdicts(prediction, truth) if ran else {name: False for name in RULES}
-    outcome, reason = classify(
-        has_code=program is not None,
-        syntax_ok=syntax_error is None,
-        pred=prediction,
-        correct_under_default=rule_verdicts[headline_rule],
-        truth=truth,
-    )
-    if syntax_error:
-        reason = syntax_error
-    elif outcome in ("runtime error", "timeout") and execution.limit:
-        reason = f"{execution.limit} limit reached" + (f" ({execution.error})" if execution.error else "")
-    elif outcome == "runtime error":
-        last_line = next((line for line in reversed(execution.stderr.splitlines()) if line.strip()), "")
-        reason = execution.error or last_line or f"exit status {execution.exit_code}, signal {execution.signal}"
+    structure = None
+    if completion.error is not None:
+        rule_verdicts = {name: False for name in ([STRUCTURE_RULE] if item.reference_model else RULES)}
+        outcome, reason = "api_error", completion.error
+    elif item.reference_model:
+        structure = _grade_structure(item, execution) if ran else None
+        rule_verdicts = {STRUCTURE_RULE: bool(structure and structure["equivalent"])}
+        outcome, reason = _classify_structure(program, syntax_error, execution, structure)
+    else:
+        rule_verdicts = verdicts(prediction, truth) if ran else {name: False for name in RULES}
+        outcome, reason = classify(
+            has_code=program is not None,
+            syntax_ok=syntax_error is None,
+            pred=prediction,
+            correct_under_default=rule_verdicts[headline_rule],
+            truth=truth,
+        )
+        if syntax_error:
+            reason = syntax_error
+        elif outcome in ("runtime error", "timeout") and execution.limit:
+            reason = f"{execution.limit} limit reached" + (f" ({execution.error})" if execution.error else "")
+        elif outcome == "runtime error":
+            last_line = next((line for line in reversed(execution.stderr.splitlines()) if line.strip()), "")
+            reason = execution.error or last_line or f"exit status {execution.exit_code}, signal {execution.signal}"
     return {
         "benchmark": item.benchmark,
         "item_id": item.id,
@@ -140,10 +160,45 @@ def grade_sample(
         "printed_objective": prediction.printed_objective,
         "printed_infeasible": prediction.printed_infeasible,
         "gap": prediction.gap,
+        "model_lp": execution.model_lp,
+        "equivalence": structure,
+        "metadata": item.metadata,
         "outcome": outcome,
         "reason": reason,
         "verdicts": rule_verdicts,
     }
+
+
+def _grade_structure(item: BenchmarkItem, execution: ExecutionResult) -> dict | None:
+    """B4O-ORGEval: the checker's verdict on the LP the program built, or None when it built none."""
+    import tempfile
+
+    from trex_cli.evaluate.equivalence import check_equivalence
+
+    if not execution.model_lp:
+        return None
+    with tempfile.TemporaryDirectory(prefix="trex-orgeval-") as folder:
+        candidate = Path(folder) / "candidate.lp"
+        candidate.write_text(execution.model_lp, encoding="utf-8")
+        result = check_equivalence(item.reference_model, candidate)
+    return {"equivalent": result.equivalent, "reason": result.reason, "checks": result.checks}
+
+
+def _classify_structure(
+    program: str | None, syntax_error: str | None, execution: ExecutionResult, structure: dict | None
+) -> tuple[str, str]:
+    if program is None:
+        return "no code", "no program found in the completion"
+    if syntax_error:
+        return "syntax error", syntax_error
+    if execution.timed_out:
+        return "timeout", f"{execution.limit or 'time'} limit reached"
+    if structure is None:
+        if not execution.exit_ok:
+            last_line = next((line for line in reversed(execution.stderr.splitlines()) if line.strip()), "")
+            return "runtime error", execution.error or last_line or f"exit status {execution.exit_code}"
+        return "no model", "the program built no gurobipy or Pyomo model (none solved, no global `model`)"
+    return ("correct" if structure["equivalent"] else "not equivalent"), structure["reason"]
 
 
 def _check_syntax(program: str) -> str | None:
@@ -157,7 +212,8 @@ def _check_syntax(program: str) -> str | None:
 
 def load_benchmarks(config: EvalConfig, synth_dir: str | Path | None = None) -> list[Benchmark]:
     benchmarks = []
-    for spec in config.benchmarks:
+    specs = SUITES[config.suite]["benchmarks"] if config.suite else config.benchmarks
+    for spec in specs:
         if spec.lower() == "synth" and synth_dir is not None:
             spec = str(Path(synth_dir) / "eval" / "test.jsonl")
         benchmark = load_benchmark(
@@ -187,6 +243,8 @@ def _read_done(path: Path) -> dict[tuple[str, str, int], dict]:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn last line from an interruption
+            if record.get("outcome") == "api_error":
+                continue  # asked again on the next run: the endpoint or its limits may have changed
             done[(record["benchmark"], record["item_id"], record["sample"])] = record
     return done
 
@@ -228,6 +286,8 @@ def run_eval(
     """Run one eval into `out_dir`; returns the results dict (also written as results.json)."""
     out_dir = Path(out_dir)
     headline_rule = check_rule_name(config.rule, "[eval] rule")
+    if config.suite and config.suite not in SUITES:
+        raise ValueError(f"[eval] suite {config.suite!r}: use one of {', '.join(SUITES)} (or leave it empty)")
     if config.samples < 1:
         raise ValueError(f"[eval] samples = {config.samples}: must be at least 1")
     if not execution_allowed(config):
@@ -274,11 +334,12 @@ def run_eval(
                 futures = []
 
                 def execute_and_grade(request: GenerationRequest, completion: Completion) -> None:
-                    program = extract_program(completion.text)
+                    program = extract_program(completion.text) if completion.error is None else None
                     syntax_error = _check_syntax(program) if program else None
                     execution = None
-                    if program and not syntax_error:
-                        execution = sandbox.run(program, request.item.data_files)
+                    if program and not syntax_error and completion.error is None:
+                        capture = request.item.reference_model is not None
+                        execution = sandbox.run(program, request.item.data_files, capture_model=capture)
                     record = grade_sample(
                         request.item, request.sample, request.messages, completion, program, syntax_error, execution, headline_rule
                     )
@@ -311,13 +372,17 @@ def run_eval(
         "benchmarks": {
             b.name: {"path": str(b.path), "sha256": b.version, "layout": b.layout, "items": len(b.items)} for b in benchmarks
         },
-        "scores": score_records(records),
+        "scores": score_records(records, headline_rule),
         "wall_time_s": round(time.time() - started, 2),
+        "finished_at": time.time(),
     }
+    if config.suite:
+        results["suite"] = suite_summary(config.suite, results["scores"])
     write_json_atomic(out_dir / "results.json", results)
+    write_json_atomic(out_dir / LM_EVAL_FILE, lm_eval_results(results))
     write_text_atomic(out_dir / "report.md", render_markdown(results, records))
     draw_chart(results, out_dir / "pass_at_1.png")
-    counts = {"samples": len(records), **{b: s["rules"][headline_rule]["correct"] for b, s in results["scores"].items()}}
+    counts = {"samples": len(records), **{b: s["rules"][s["headline_rule"]]["correct"] for b, s in results["scores"].items()}}
     stage.finish(counts=counts, extra={"headline_rule": headline_rule})
     return results
 

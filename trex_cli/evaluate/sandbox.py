@@ -87,6 +87,7 @@ class ExecutionResult:
     events: list[dict] = field(default_factory=list)
     limit: str | None = None  # which limit ended the program: time, cpu, memory, file size
     error: str | None = None  # the harness's own trouble (the server died)
+    model_lp: str | None = None  # the model the program built, as LP text (when asked for with capture_model)
 
     @property
     def exit_ok(self) -> bool:
@@ -323,30 +324,31 @@ class Sandbox:
             self._host_root = None
 
     # -------------------------------------------------------------------------------------------
-    def run(self, program: str, data_files: dict[str, str] | None = None) -> ExecutionResult:
-        """Run one program (with `data_files`: name in its work folder -> file here); blocks."""
+    def run(self, program: str, data_files: dict[str, str] | None = None, *, capture_model: bool = False) -> ExecutionResult:
+        """Run one program (with `data_files`: name in its work folder -> file here); blocks. With
+        `capture_model`, the model the program built comes back as LP text (B4O-ORGEval grades it)."""
         try:
-            result = self._run_once(program, data_files or {})
+            result = self._run_once(program, data_files or {}, capture_model)
         except OSError as error:  # its folder vanished while a dead server's root was cleaned up
             result = ExecutionResult(error=f"sandbox folder lost: {error}")
         if result.error is not None:
             # The server died under this program (another program may have killed it): try once more.
             self._restart_if_dead()
-            result = self._run_once(program, data_files or {})
+            result = self._run_once(program, data_files or {}, capture_model)
         return result
 
-    def _run_once(self, program: str, data_files: dict[str, str]) -> ExecutionResult:
+    def _run_once(self, program: str, data_files: dict[str, str], capture_model: bool = False) -> ExecutionResult:
         if not self._alive():
             self._restart_if_dead()
         if not self._drop:
-            return self._run_as(program, data_files, None)
+            return self._run_as(program, data_files, None, capture_model)
         uid = self._free_uids.get()  # also caps the programs at once to `workers`
         try:
-            return self._run_as(program, data_files, uid)
+            return self._run_as(program, data_files, uid, capture_model)
         finally:
             self._free_uids.put(uid)
 
-    def _run_as(self, program: str, data_files: dict[str, str], uid: int | None) -> ExecutionResult:
+    def _run_as(self, program: str, data_files: dict[str, str], uid: int | None, capture_model: bool = False) -> ExecutionResult:
         job = uuid.uuid4().hex
         job_dir = self._host_root / job
         work, meta = job_dir / "work", job_dir / "meta"
@@ -370,6 +372,7 @@ class Sandbox:
             "file_size_mb": settings.file_size_mb,
             "max_processes": settings.max_processes,
             "uid": uid,
+            "capture_model": capture_model,
         }
         waiter = {"event": threading.Event(), "process": self._process}
         with self._lock:
@@ -386,7 +389,11 @@ class Sandbox:
             if not waiter["event"].wait(settings.timeout + 60):
                 waiter["reply"] = None
             reply = waiter.get("reply")
-            return self._collect(reply, meta)
+            result = self._collect(reply, meta)
+            model_file = work / "model.lp"
+            if capture_model and model_file.is_file() and not model_file.is_symlink():
+                result.model_lp = _read_capped(model_file, settings.file_size_mb * 1024 * 1024)[0]
+            return result
         finally:
             with self._lock:
                 self._pending.pop(job, None)

@@ -3,7 +3,7 @@ the solver stack once and forks one child per generated program.
 
 It is started by `trex_cli.evaluate.sandbox.Sandbox`, inside bubblewrap where available, with a
 scrubbed environment. Protocol: one JSON request per line on stdin ({"job", "timeout", "cpu_limit",
-"memory_mb", "file_size_mb", "max_processes", "uid"}), one JSON reply per finished job on stdout. A
+"memory_mb", "file_size_mb", "max_processes", "uid", "capture_model"}), one JSON reply per finished job on stdout. A
 job is a folder `<root>/<job>/` holding `work/` (the program's working folder: program.py and its
 data files) and `meta/` (stdout.txt, stderr.txt and events.jsonl, opened by the server before the
 child drops its privileges, so the program cannot remove or replace them by path; a program that
@@ -30,6 +30,7 @@ import time
 import traceback
 
 PR_SET_CHILD_SUBREAPER = 36
+MODEL_FILE = "model.lp"  # in the program's working folder, when the request asks for the model
 
 
 # --------------------------------------------------------------------------------------------------
@@ -95,11 +96,14 @@ class _AfterImport:
 
 def install_hooks(events_fd):
     """Wrap the solve calls of every modeling library the server imported. Returns a function to call
-    when the program has ended: it solves the last model the program built but never solved (the
-    Bench4Opt reference programs build a gurobipy model and only write it to a file)."""
+    when the program has ended, with the program's globals and the LP file to write (or None): it
+    writes the model the program built (see `write_model_file`), then solves the last model the
+    program built but never solved (the Bench4Opt reference programs build a gurobipy model and only
+    write it to a file)."""
     emitted = []
     emitted_events = []
     built_models = []
+    solved_pyomo_models = []
     pending_model_reads = []  # Pyomo models solved with load_solutions=False
 
     def emit(event):
@@ -181,6 +185,7 @@ def install_hooks(events_fd):
                 events_before = len(emitted)
                 results = original(*args, **kwargs)
                 model = args[0] if args else kwargs.get("model")
+                solved_pyomo_models.append(model)
                 try:
                     condition = None
                     if hasattr(results, "solver") and hasattr(results.solver, "termination_condition"):
@@ -304,7 +309,9 @@ def install_hooks(events_fd):
         # the program imports it.
         sys.meta_path.insert(0, _AfterImport("scipy.optimize", wrap_scipy))
 
-    def finish():
+    def finish(program_globals, model_file):
+        if model_file is not None:
+            write_model_file(model_file, built_models, solved_pyomo_models, program_globals)
         last = emitted_events[-1] if emitted_events else None
         if pending_model_reads and last is not None and last.get("api") == "pyomo" and last.get("status") == "optimal":
             # The last solve left the model empty; the program may have loaded the solution since.
@@ -318,6 +325,28 @@ def install_hooks(events_fd):
                 emit({"api": "gurobipy", "status": "unknown", "error": repr(error)})
 
     return finish
+
+
+def write_model_file(path, gurobi_models, pyomo_models, program_globals):
+    """B4O-ORGEval grades the model a program builds, as an LP file: write the last gurobipy model it
+    built, else the last Pyomo model it solved, else its global `model` (the name T-Rex's prompts ask
+    for), to `path`. Nothing is written when there is no model; a failed write is reported on stderr
+    and the grade says there was no model."""
+    candidates = [m for m in (gurobi_models[-1:] + pyomo_models[-1:]) if m is not None]
+    candidates.append(program_globals.get("model"))
+    for model in candidates:
+        try:
+            # the server's RecordedModel subclass stands for gurobipy.Model: look along the classes
+            if any(cls.__module__.startswith("gurobipy") for cls in type(model).__mro__):
+                model.update()
+                model.write(path)
+                return
+            if hasattr(model, "component_data_objects") and hasattr(model, "write"):
+                model.write(path, io_options={"symbolic_solver_labels": True})
+                return
+        except Exception as error:
+            print(f"trex: could not write the model as LP ({error!r})", file=sys.stderr)
+            return
 
 
 # --------------------------------------------------------------------------------------------------
@@ -400,7 +429,7 @@ def run_child(root, job, request, settings):
             code = compile(source, "program.py", "exec")
             exec(code, program_globals)
             status = 0
-            finish_hooks()
+            finish_hooks(program_globals, MODEL_FILE if request.get("capture_model") else None)
         except SystemExit as exit_request:
             code_value = exit_request.code
             if code_value is None:

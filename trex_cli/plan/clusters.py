@@ -7,11 +7,14 @@ network. Communication follows the alpha-beta model: a message of b bytes over a
 alpha + b / bandwidth.
 
 Built-in profiles carry public figures (vendor data sheets, the CloudMatrix384 and T-Rex papers);
-`compute_efficiency` is the fraction of peak the model's compute reaches. For the 910C it is set so
-the estimate of the paper's Pro layout (512 ranks, sequence 4096, global batch 1024) lands within 4%
-of its reported ~27 s step (`timing.calibrate_efficiency` gives 0.47 for exactly 27 s); the GPU
-profiles use the same figure until a measurement replaces it (`trex plan --check ...
---measured-step-time S` prints the value to put in a profile file).
+`compute_efficiency` is the fraction of peak the model's compute reaches. For the 910C it is fitted
+to the paper's Pro run (512 ranks, sequence 4096, global batch 1024, about 27 s per step:
+`timing.calibrate_efficiency` gives 0.469) and checked against runs it was not fitted to
+(`trex plan --validate`, `validation.py`). The GPU profiles carry their own figure: 0.39, Megatron-Core's
+published 390 TFLOP/s per H100 on GPT-3 175B (a dense model; no V4 run on GPUs is published), until a
+measurement replaces it (`trex plan --check ... --measured-step-time S` prints the value to put in a
+profile file). `engine` names the trex engine that runs on the profile: MindSpeed-LLM on Ascend, the
+native trainer elsewhere; the planner recommends only layouts that engine can run.
 A TOML or JSON profile file overrides any field: `base = "cloudmatrix384"` plus the keys to change.
 """
 
@@ -44,6 +47,7 @@ class ClusterProfile:
     host_link_bandwidth_gbps: float  # host <-> device per rank, GB/s
     collective_buffer_mb: float = 256.0  # per communicator (HCCL_BUFFSIZE / NCCL buffers)
     kernels: str = "fused"  # "fused": trex's CPU kernels and the NPU/GPU ones; "eager": plain torch (see memory.py)
+    engine: str = "native"  # the trex engine that trains here: "mindspeed" (Ascend) or "native"
 
     @property
     def usable_memory_bytes(self) -> float:
@@ -70,7 +74,7 @@ PROFILES: dict[str, ClusterProfile] = {
         device_memory_gb=64.0,
         reserved_memory_gb=4.0,
         peak_bf16_tflops=390.0,
-        compute_efficiency=0.45,
+        compute_efficiency=0.469,
         memory_bandwidth_gbps=1600.0,
         intra_node_bandwidth_gbps=196.0,
         intra_node_latency_us=3.0,
@@ -81,6 +85,7 @@ PROFILES: dict[str, ClusterProfile] = {
         scale_out_latency_us=15.0,
         host_memory_gb=1536.0,
         host_link_bandwidth_gbps=32.0,
+        engine="mindspeed",
     ),
     "h100": ClusterProfile(
         name="h100",
@@ -89,7 +94,7 @@ PROFILES: dict[str, ClusterProfile] = {
         device_memory_gb=80.0,
         reserved_memory_gb=3.0,
         peak_bf16_tflops=989.0,
-        compute_efficiency=0.45,
+        compute_efficiency=0.39,
         memory_bandwidth_gbps=3350.0,
         intra_node_bandwidth_gbps=450.0,
         intra_node_latency_us=3.0,
@@ -172,4 +177,6 @@ def load_cluster(name_or_path: str) -> ClusterProfile:
         changes[key] = value
     if changes.get("kernels", base.kernels) not in ("fused", "eager"):
         raise ValueError(f"{path}: 'kernels' must be \"fused\" or \"eager\"")
+    if changes.get("engine", base.engine) not in ("mindspeed", "native"):
+        raise ValueError(f"{path}: 'engine' must be \"mindspeed\" or \"native\"")
     return dataclasses.replace(base, **changes)

@@ -19,7 +19,11 @@ Recompute = Literal["none", "selective", "full"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Layout:
+class PlannedLayout:
+    """A layout the planner evaluates: the Megatron parallel sizes (TP, PP, VPP, EP, expert-TP, CP)
+    with the micro-batch and memory switches that decide its memory and step time. The native
+    trainer's mesh sizes are `trex_cli.train.distributed.Layout`, a different thing."""
+
     tp: int = 1
     pp: int = 1
     vpp_layers: int = 0  # slots per virtual pipeline stage; 0 = no interleaving
@@ -51,23 +55,23 @@ class Job:
     global_batch: int
 
 
-def data_parallel(layout: Layout, world: int) -> int:
+def data_parallel(layout: PlannedLayout, world: int) -> int:
     return world // (layout.tp * layout.pp * layout.cp)
 
 
-def expert_data_parallel(layout: Layout, world: int) -> int:
+def expert_data_parallel(layout: PlannedLayout, world: int) -> int:
     return world // (layout.etp * layout.ep * layout.pp)
 
 
-def microbatches(layout: Layout, job: Job) -> int:
+def microbatches(layout: PlannedLayout, job: Job) -> int:
     return job.global_batch // (layout.micro_batch * data_parallel(layout, job.world))
 
 
-def slot_count(layout: Layout, shape: ModelShape) -> int:
+def slot_count(layout: PlannedLayout, shape: ModelShape) -> int:
     return shape.num_layers + len(layout.noop_layers)
 
 
-def virtual_chunks(layout: Layout, shape: ModelShape) -> int:
+def virtual_chunks(layout: PlannedLayout, shape: ModelShape) -> int:
     """Virtual stages per pipeline stage (1 without interleaving)."""
     if not layout.vpp_layers:
         return 1
@@ -89,7 +93,7 @@ def default_noop_layers(num_layers: int, pp: int, vpp_layers: int) -> tuple[int,
     return tuple(sorted(start + end))
 
 
-def stage_slots(layout: Layout, shape: ModelShape) -> list[list[list[int]]]:
+def stage_slots(layout: PlannedLayout, shape: ModelShape) -> list[list[list[int]]]:
     """For each pipeline stage, its virtual chunks in execution order, each a list of slot indices."""
     slots = slot_count(layout, shape)
     chunk = layout.vpp_layers or slots // layout.pp
@@ -100,7 +104,7 @@ def stage_slots(layout: Layout, shape: ModelShape) -> list[list[list[int]]]:
     return stages
 
 
-def real_layer_of_slot(layout: Layout, shape: ModelShape) -> dict[int, int]:
+def real_layer_of_slot(layout: PlannedLayout, shape: ModelShape) -> dict[int, int]:
     """slot index -> real layer index (no-op slots are absent)."""
     noop = set(layout.noop_layers)
     mapping, layer = {}, 0
@@ -111,7 +115,7 @@ def real_layer_of_slot(layout: Layout, shape: ModelShape) -> dict[int, int]:
     return mapping
 
 
-def validate(layout: Layout, job: Job, ranks_per_node: int | None = None) -> list[str]:
+def validate(layout: PlannedLayout, job: Job, ranks_per_node: int | None = None) -> list[str]:
     """Every rule the layout breaks, each as a sentence that names the fix (empty when valid)."""
     shape, world = job.shape, job.world
     problems: list[str] = []
@@ -174,7 +178,31 @@ def validate(layout: Layout, job: Job, ranks_per_node: int | None = None) -> lis
     return problems
 
 
-def check(layout: Layout, job: Job, ranks_per_node: int | None = None) -> None:
+ENGINES = ("mindspeed", "native")
+
+
+def engine_problems(layout: PlannedLayout, job: Job, engine: str) -> list[str]:
+    """What keeps a trex engine from running the layout. MindSpeed-LLM (Ascend) runs every Megatron
+    layout; trex's native trainer folds experts into the data-parallel ranks with expert-TP 1 and has
+    no context parallel (trex_cli/train/distributed.py)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if engine == "mindspeed":
+        return []
+    problems = []
+    if layout.cp != 1:
+        problems.append(f"CP {layout.cp}: trex's native trainer has no context parallel (use CP 1, or an Ascend "
+                        "profile for MindSpeed-LLM)")
+    if layout.etp != 1:
+        problems.append(f"ETP {layout.etp}: trex's native trainer keeps expert-TP 1")
+    dense_dp = job.world // (layout.tp * layout.pp)
+    if dense_dp and dense_dp % layout.ep:
+        problems.append(f"EP {layout.ep} does not divide the {dense_dp} data-parallel ranks trex's native trainer "
+                        "folds experts into")
+    return problems
+
+
+def check(layout: PlannedLayout, job: Job, ranks_per_node: int | None = None) -> None:
     """Raise ValueError listing every broken rule."""
     problems = validate(layout, job, ranks_per_node)
     if problems:

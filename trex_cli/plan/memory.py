@@ -27,7 +27,7 @@ from typing import Literal
 from trex_cli.plan.clusters import ClusterProfile
 from trex_cli.plan.layout import (
     Job,
-    Layout,
+    PlannedLayout,
     data_parallel,
     expert_data_parallel,
     microbatches,
@@ -78,7 +78,7 @@ class Precision:
 AttentionKernel = Literal["fused", "eager"]
 
 
-def local_counts(counts: ComponentCounts, layout: Layout) -> ComponentCounts:
+def local_counts(counts: ComponentCounts, layout: PlannedLayout) -> ComponentCounts:
     """What one rank holds of a component under TP (dense) and EP x expert-TP (experts)."""
     return ComponentCounts(
         tensor_parallel=counts.tensor_parallel // layout.tp,
@@ -88,7 +88,7 @@ def local_counts(counts: ComponentCounts, layout: Layout) -> ComponentCounts:
     )
 
 
-def stage_parameter_counts(shape: ModelShape, layout: Layout) -> list[ComponentCounts]:
+def stage_parameter_counts(shape: ModelShape, layout: PlannedLayout) -> list[ComponentCounts]:
     """Per pipeline stage, the parameters one rank of that stage holds."""
     slot_to_layer = real_layer_of_slot(layout, shape)
     result = []
@@ -124,7 +124,7 @@ def hyper_connection_elements(shape: ModelShape, kernel: AttentionKernel, sp: in
     return elements / sp
 
 
-def activation_elements_per_token(shape: ModelShape, kind: str, layout: Layout, seq_len: int,
+def activation_elements_per_token(shape: ModelShape, kind: str, layout: PlannedLayout, seq_len: int,
                                   kernel: AttentionKernel) -> dict[str, float]:
     """Elements one block saves for backward, per token of the micro-batch (no recompute), by part;
     fp32 tensors count as two bf16-sized elements.
@@ -182,7 +182,7 @@ def activation_elements_per_token(shape: ModelShape, kind: str, layout: Layout, 
     return parts
 
 
-def head_elements_per_token(shape: ModelShape, layout: Layout, kernel: AttentionKernel) -> float:
+def head_elements_per_token(shape: ModelShape, layout: PlannedLayout, kernel: AttentionKernel) -> float:
     """What the last stage keeps outside the blocks per token: the final stream collapse, the final
     norm, and per loss head (main and MTP) its fp32 hidden rows and, for MTP, its own collapse and
     input projections. The fused (chunked) linear + cross-entropy keeps no logits."""
@@ -195,7 +195,7 @@ def head_elements_per_token(shape: ModelShape, layout: Layout, kernel: Attention
     return elements / sp
 
 
-def layer_activation_bytes(shape: ModelShape, kind: str, layout: Layout, seq_len: int,
+def layer_activation_bytes(shape: ModelShape, kind: str, layout: PlannedLayout, seq_len: int,
                            kernel: AttentionKernel, precision: Precision) -> float:
     """Bytes one block saves for one micro-batch without recompute."""
     tokens = layout.micro_batch * seq_len / layout.cp
@@ -203,14 +203,14 @@ def layer_activation_bytes(shape: ModelShape, kind: str, layout: Layout, seq_len
     return tokens * elements * precision.activation_bytes
 
 
-def layer_input_bytes(shape: ModelShape, layout: Layout, seq_len: int, precision: Precision) -> float:
+def layer_input_bytes(shape: ModelShape, layout: PlannedLayout, seq_len: int, precision: Precision) -> float:
     """The block input kept under full recompute: the hc_mult residual streams."""
     sp = layout.tp if layout.sequence_parallel else 1
     tokens = layout.micro_batch * seq_len / layout.cp
     return tokens * shape.hc_mult * shape.hidden_size / sp * precision.activation_bytes
 
 
-def selective_layer_bytes(shape: ModelShape, kind: str, layout: Layout, seq_len: int, kernel: AttentionKernel,
+def selective_layer_bytes(shape: ModelShape, kind: str, layout: PlannedLayout, seq_len: int, kernel: AttentionKernel,
                           precision: Precision) -> float:
     """Selective recompute (activation functions and the indexer scoring) drops the SwiGLU
     intermediates and the indexer's scores, and rebuilds them in backward."""
@@ -225,7 +225,7 @@ def selective_layer_bytes(shape: ModelShape, kind: str, layout: Layout, seq_len:
     return tokens * kept * precision.activation_bytes
 
 
-def inflight_microbatches(layout: Layout, job: Job, stage: int) -> float:
+def inflight_microbatches(layout: PlannedLayout, job: Job, stage: int) -> float:
     """Micro-batches whose activations a stage holds at the peak of a 1F1B (interleaved) schedule,
     in units of one micro-batch through all of the stage's layers."""
     count = microbatches(layout, job)
@@ -266,7 +266,7 @@ class MemoryEstimate:
         return data
 
 
-def estimate_memory(job: Job, layout: Layout, cluster: ClusterProfile, precision: Precision | None = None,
+def estimate_memory(job: Job, layout: PlannedLayout, cluster: ClusterProfile, precision: Precision | None = None,
                     kernel: AttentionKernel | None = None, fused_loss: bool = True) -> MemoryEstimate:
     """Peak per-rank memory of `layout` for `job` (the heaviest stage)."""
     shape = job.shape

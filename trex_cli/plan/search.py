@@ -1,4 +1,4 @@
-"""Layout search: enumerate TP, PP, VPP, EP, expert-TP, CP, micro-batch, recompute and optimizer
+"""PlannedLayout search: enumerate TP, PP, VPP, EP, expert-TP, CP, micro-batch, recompute and optimizer
 swap; drop the layouts that break a divisibility rule or do not fit in memory (keeping the reason);
 rank the rest by estimated step time.
 
@@ -15,9 +15,9 @@ from collections import Counter
 from typing import Any
 
 from trex_cli.plan.clusters import ClusterProfile
-from trex_cli.plan.layout import Job, Layout, default_noop_layers, validate
+from trex_cli.plan.layout import Job, PlannedLayout, default_noop_layers, engine_problems, validate
 from trex_cli.plan.memory import MemoryEstimate, Precision, estimate_memory
-from trex_cli.plan.timing import TimeEstimate, estimate_time, mfu
+from trex_cli.plan.timing import TimeEstimate, estimate_time, hardware_flops_utilization, mfu
 
 GB = 1e9
 HOST_MEMORY_USABLE = 0.9
@@ -26,12 +26,13 @@ MAX_VIRTUAL_STAGES = 8  # of a node's host memory, for swapped optimizer states
 
 @dataclasses.dataclass
 class Evaluation:
-    layout: Layout
+    layout: PlannedLayout
     feasible: bool
     reasons: list[str]
     memory: MemoryEstimate | None = None
     time: TimeEstimate | None = None
     mfu: float | None = None
+    hfu: float | None = None  # with the recomputed forward counted (T-Rex's MFU figures)
 
     def as_dict(self) -> dict[str, Any]:
         layout = dataclasses.asdict(self.layout)
@@ -41,18 +42,23 @@ class Evaluation:
             "describe": self.layout.describe(),
             "feasible": self.feasible,
             "reasons": self.reasons,
-            "memory_gb": {k: (v / GB if isinstance(v, float) else v) for k, v in self.memory.as_dict().items()
+            # every byte figure in GB (1e9 bytes), as the key says
+            "memory_gb": {k: v / GB for k, v in self.memory.as_dict().items()
                           if k not in ("stages_total", "stage", "parameters_on_rank")} if self.memory else None,
+            "memory_stages_total_gb": [v / GB for v in self.memory.stages_total] if self.memory else None,
             "memory_stage": self.memory.stage if self.memory else None,
+            "parameters_on_rank": self.memory.parameters_on_rank if self.memory else None,
             "time_s": self.time.as_dict() if self.time else None,
             "mfu": self.mfu,
+            "hfu": self.hfu,
         }
 
 
-def evaluate(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_token: float,
+def evaluate(job: Job, layout: PlannedLayout, cluster: ClusterProfile, flops_per_token: float,
              precision: Precision | None = None) -> Evaluation:
-    """Check one layout: rules, memory against the device and host, and its step-time estimate."""
-    problems = validate(layout, job, cluster.ranks_per_node)
+    """Check one layout: rules (the profile's engine's too), memory against the device and host, and its
+    step-time estimate."""
+    problems = validate(layout, job, cluster.ranks_per_node) + engine_problems(layout, job, cluster.engine)
     if problems:
         return Evaluation(layout, False, problems)
     memory = estimate_memory(job, layout, cluster, precision)
@@ -69,7 +75,8 @@ def evaluate(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_token:
         reasons.append(f"swapped optimizer states need {memory.host_optimizer_per_node / GB:.0f} GB of host memory "
                        f"per node > {host_limit / GB:.0f} GB")
     time = estimate_time(job, layout, cluster, flops_per_token, precision)
-    return Evaluation(layout, not reasons, reasons, memory, time, mfu(time, job.world, cluster))
+    return Evaluation(layout, not reasons, reasons, memory, time, mfu(time, job.world, cluster),
+                      hardware_flops_utilization(time, job.world, cluster, layout.recompute))
 
 
 def _divisors(n: int) -> list[int]:
@@ -124,7 +131,7 @@ def candidate_structures(job: Job, cluster: ClusterProfile, micro_batches: tuple
                             if len(noop) > pp and "vpp" not in fixed:
                                 continue  # more padding than one no-op layer per stage wastes compute
                             for micro in micro_batches:
-                                yield Layout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp, micro_batch=micro,
+                                yield PlannedLayout(tp=tp, pp=pp, vpp_layers=vpp, ep=ep, etp=etp, cp=cp, micro_batch=micro,
                                              noop_layers=noop)
 
 
@@ -138,7 +145,7 @@ def search(job: Job, cluster: ClusterProfile, flops_per_token: float, precision:
     rejected: list[Evaluation] = []
     examined = 0
     for structure in candidate_structures(job, cluster, micro_batches, fixed):
-        problems = validate(structure, job, cluster.ranks_per_node)
+        problems = validate(structure, job, cluster.ranks_per_node) + engine_problems(structure, job, cluster.engine)
         examined += 1
         if problems:
             rejected.append(Evaluation(structure, False, problems))

@@ -24,7 +24,7 @@ import dataclasses
 from trex_cli.plan.clusters import ClusterProfile
 from trex_cli.plan.layout import (
     Job,
-    Layout,
+    PlannedLayout,
     data_parallel,
     expert_data_parallel,
     microbatches,
@@ -40,6 +40,9 @@ from trex_cli.plan.memory import Precision, stage_parameter_counts
 # compute (moe-alltoall-overlap-comm); pipeline send/recv overlaps with the next micro-batch.
 OVERLAP = {"data_parallel": 0.8, "expert_all_to_all": 0.5, "pipeline_p2p": 0.5, "tensor_parallel": 0.0,
            "context_parallel": 0.5, "optimizer_swap": 0.7}
+# FLOPs the device runs per model FLOP: full recompute runs each layer's forward once more (4/3);
+# selective recompute only the activation functions and norms
+RECOMPUTE_FACTOR = {"full": 4.0 / 3.0, "selective": 1.1, "none": 1.0}
 
 
 def ring_collective_seconds(num_bytes: float, group: int, latency: float, bandwidth: float) -> float:
@@ -76,7 +79,7 @@ class TimeEstimate:
         return dataclasses.asdict(self)
 
 
-def stage_compute_weights(job: Job, layout: Layout, layer_flops: float, head_flops: float) -> list[float]:
+def stage_compute_weights(job: Job, layout: PlannedLayout, layer_flops: float, head_flops: float) -> list[float]:
     """FLOPs per token each stage computes (before the TP x CP split)."""
     shape = job.shape
     slot_to_layer = real_layer_of_slot(layout, shape)
@@ -91,7 +94,7 @@ def stage_compute_weights(job: Job, layout: Layout, layer_flops: float, head_flo
     return weights
 
 
-def estimate_time(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_token: float,
+def estimate_time(job: Job, layout: PlannedLayout, cluster: ClusterProfile, flops_per_token: float,
                   precision: Precision | None = None, overlap: dict[str, float] | None = None) -> TimeEstimate:
     """Seconds per optimizer step of `layout` for `job`; `flops_per_token` is the model's training
     FLOPs per token (Megatron convention)."""
@@ -109,8 +112,7 @@ def estimate_time(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_t
     head_flops = 6.0 * shape.hidden_size * shape.vocab_size
     blocks = shape.num_layers + len(shape.mtp_ratios)
     layer_flops = max(flops_per_token - (1 + len(shape.mtp_ratios)) * head_flops, 0.0) / blocks
-    recompute_factor = {"full": 4.0 / 3.0, "selective": 1.1, "none": 1.0}[layout.recompute]
-    stage_flops = [w * recompute_factor for w in stage_compute_weights(job, layout, layer_flops, head_flops)]
+    stage_flops = [w * RECOMPUTE_FACTOR[layout.recompute] for w in stage_compute_weights(job, layout, layer_flops, head_flops)]
     rate = cluster.peak_bf16_tflops * 1e12 * cluster.compute_efficiency
     per_microbatch = [f * tokens_per_microbatch / (tp * cp) / rate for f in stage_flops]
     slowest = max(per_microbatch)
@@ -191,10 +193,18 @@ def estimate_time(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_t
 
 
 def mfu(estimate: TimeEstimate, world: int, cluster: ClusterProfile) -> float:
+    """Model FLOPs utilization (Megatron convention, V4 attention, recompute not counted)."""
     return estimate.model_flops_per_step / (estimate.step * world * cluster.peak_bf16_tflops * 1e12)
 
 
-def calibrate_efficiency(job: Job, layout: Layout, cluster: ClusterProfile, flops_per_token: float,
+def hardware_flops_utilization(estimate: TimeEstimate, world: int, cluster: ClusterProfile,
+                               recompute: str) -> float:
+    """The same with the recomputed forward counted: the count under which T-Rex's Pro step of about
+    27 s reads its published 34.22% (`trex plan --validate` compares the conventions)."""
+    return mfu(estimate, world, cluster) * RECOMPUTE_FACTOR[recompute]
+
+
+def calibrate_efficiency(job: Job, layout: PlannedLayout, cluster: ClusterProfile, flops_per_token: float,
                          measured_step_seconds: float) -> float:
     """The compute efficiency at which the model's estimate of `layout` equals a measured step time
     (bisection; communication terms do not depend on it)."""

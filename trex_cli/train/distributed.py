@@ -170,10 +170,3 @@ def init_distributed(parallel: ParallelSection) -> Distributed:
         mesh_dim_names=("pp", "edp", "ep", "tp"),
     )
     return Distributed(rank, world_size, local_rank, device, backend, layout, dense_mesh, expert_mesh)
-
-
-def all_reduce_sum(tensor: torch.Tensor, group=None) -> torch.Tensor:
-    """Sum over ranks in place (a no-op at world size 1) and return the tensor."""
-    if dist.get_world_size(group) > 1:
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group)
-    return tensor

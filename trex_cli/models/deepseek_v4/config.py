@@ -241,10 +241,6 @@ class DeepseekV4Config:
         data.update(changes)
         return DeepseekV4Config(**data)
 
-    # ---- sizes -----------------------------------------------------------------------------------
-    def rope_inv_freq_params(self, compressed: bool) -> tuple[float, dict[str, Any] | None]:
-        return (self.compress_rope_theta, self.yarn) if compressed else (self.rope_theta, None)
-
 
 def _alternating(count: int, first: int, second: int) -> list[int]:
     return [first if i % 2 == 0 else second for i in range(count)]

@@ -13,16 +13,19 @@ tensor per projection instead of one tensor per expert). So:
 
 `export_hf` writes the official layout in BF16 (float32 for the tensors V4 keeps in float32) with
 config.json, generation_config.json and the tokenizer: what transformers' AutoModelForCausalLM and
-the official tooling both load.
+the official tooling both load. `dequantize_checkpoint` turns an official FP8/FP4 folder into a BF16
+one in the same layout, one shard at a time (the input of MindSpeed-LLM's HF -> Megatron converter).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -417,3 +420,91 @@ def export_official_quantized(model, out_dir: str | Path, max_shard_bytes: int =
     _write_shards(tensors, out_dir, max_shard_bytes)
     _write_configs(model.config, out_dir, torch.bfloat16, quantized=True)
     return out_dir
+
+
+# ---- official FP8/FP4 -> BF16, shard by shard ---------------------------------------------------
+
+
+def checkpoint_is_quantized(folder: Path) -> bool:
+    """Whether an official checkpoint folder still holds FP8/FP4 weights (a quantization_config or scale tensors)."""
+    config = folder / "config.json"
+    if config.is_file() and json.loads(config.read_text()).get("quantization_config"):
+        return True
+    for file in sorted(folder.glob("*.safetensors"))[:1]:
+        with safe_open(str(file), framework="pt") as handle:
+            return any(key.endswith(".scale") or key.endswith("_scale_inv") for key in handle.keys())
+    return False
+
+
+def dequantize_checkpoint(source: Path, target: Path) -> dict[str, int]:
+    """Official FP8/FP4 checkpoint -> BF16, one shard at a time (memory bounded by a shard), with the
+    model package's dequantizer. Names stay official; scales are dropped; tensors V4 keeps in fp32
+    stay fp32; config.json loses its quantization_config; tokenizer files are copied."""
+    from trex_cli.artifacts import write_json_atomic
+
+    source, target = Path(source), Path(target)
+    index_path = source / "model.safetensors.index.json"
+    if index_path.is_file():
+        weight_map = json.loads(index_path.read_text())["weight_map"]
+    else:
+        weight_map = {}
+        for file in sorted(source.glob("*.safetensors")):
+            with safe_open(str(file), framework="pt") as handle:
+                weight_map.update({key: file.name for key in handle.keys()})
+    if not weight_map:
+        raise FileNotFoundError(f"{source} holds no safetensors shards: not a checkpoint folder")
+    target.mkdir(parents=True, exist_ok=True)
+    handles: dict[str, Any] = {}
+
+    def tensor(name: str):
+        file = weight_map[name]
+        if file not in handles:
+            handles[file] = safe_open(str(source / file), framework="pt")
+        return handles[file].get_tensor(name)
+
+    new_map: dict[str, str] = {}
+    counts = {"tensors": 0, "dequantized": 0, "shards": 0, "resumed_shards": 0}
+    by_file: dict[str, list[str]] = {}
+    for name, file in weight_map.items():
+        by_file.setdefault(file, []).append(name)
+    for file in sorted(by_file):
+        if (target / file).is_file():
+            # written by an interrupted earlier run (shards land by atomic rename): keep it
+            with safe_open(str(target / file), framework="pt") as handle:
+                new_map.update({key: file for key in handle.keys()})
+            counts["resumed_shards"] += 1
+            continue
+        shard = {}
+        for name in sorted(by_file[file]):
+            if name.endswith(".scale") or name.endswith("_scale_inv"):
+                continue
+            value = tensor(name)
+            stem = name[: -len(".weight")] if name.endswith(".weight") else None
+            scale_name = next((s for s in (f"{stem}.scale", f"{name}_scale_inv") if stem and s in weight_map), None)
+            if scale_name:
+                value = dequantize(value, tensor(scale_name), torch.bfloat16)
+                counts["dequantized"] += 1
+            else:
+                # norms, hc mixers, sinks, ape and the router bias stay fp32, as the model keeps them
+                value = value.to(_storage_dtype(name, value, torch.bfloat16))
+            shard[name] = value.contiguous()
+            new_map[name] = file
+            counts["tensors"] += 1
+        partial = target / f".{file}.tmp"
+        save_file(shard, str(partial), metadata={"format": "pt"})
+        os.replace(partial, target / file)
+        counts["shards"] += 1
+        handles.pop(file, None)  # keep at most the scale shards open
+    write_json_atomic(target / "model.safetensors.index.json",
+                      {"metadata": {"dequantized_from": str(source), "tensors": len(new_map)},
+                       "weight_map": new_map})
+    config_path = source / "config.json"
+    if config_path.is_file():
+        config = json.loads(config_path.read_text())
+        config.pop("quantization_config", None)
+        config["torch_dtype"] = "bfloat16"
+        write_json_atomic(target / "config.json", config)
+    for extra in source.iterdir():
+        if extra.is_file() and extra.suffix in (".json", ".model", ".txt", ".jinja") and not (target / extra.name).exists():
+            shutil.copyfile(extra, target / extra.name)
+    return counts
