@@ -155,3 +155,47 @@ def test_a_full_disk_is_one_line_keeps_the_last_checkpoint_and_the_rerun_with_sp
     assert (results / "fixed.rc").read_text().strip() == "0", (results / "fixed.err").read_text()
     assert "resuming from" in (results / "fixed.out").read_text()
     assert losses(results / "run" / "train" / "cpt") == expected
+
+
+@pytest.mark.slow
+def test_a_layout_that_does_not_fit_nproc_is_one_line_before_any_rank_starts_and_the_fixed_command_trains(tmp_path):
+    root = tmp_path / "run"
+    make_data_folder(root / "data" / "cpt", "cpt", rows=8, seq_len=32)
+    common = ("train", "cpt", "--run-dir", str(root), *TINY_FP32)
+    stage = root / "train" / "cpt"
+    for extra, expected in (
+        (("--nproc", "3", "--set", "train.parallel.tp=2"),
+         "[train.parallel] pp x tp x dp_replicate = 2 does not divide the 3 ranks; change the layout or --nproc"),
+        (("--nproc", "3"),  # TINY_FP32's global batch of 4 rows over 3 data-parallel ranks
+         "[train.cpt] with --nproc 3: global_batch_size 4 must be a multiple of micro_batch_size 1 x "
+         "data-parallel ranks 3"),
+    ):
+        wrong = run(*common, *extra)
+        assert wrong.returncode == 1, wrong.stderr
+        assert _squeezed(f"error: {expected}") in _squeezed(wrong.stderr), wrong.stderr
+        # said once, by the launcher: no rank was started to say it in its own traceback
+        assert wrong.stderr.count("error:") == 1 and "Traceback" not in wrong.stderr
+        assert not stage.exists()  # nothing written that the corrected command would have to deal with
+    fixed = run(*common, "--nproc", "2")
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    manifest = json.loads((stage / "manifest.json").read_text())
+    assert manifest["counts"]["steps"] == 10 and manifest["summary"]["layout"]["dp_shard"] == 2
+
+
+@pytest.mark.slow
+def test_rows_longer_than_the_model_positions_are_refused_before_training_and_rebuilt_data_trains(tmp_path):
+    root = tmp_path / "run"
+    data = make_data_folder(root / "data" / "cpt", "cpt", rows=2, seq_len=4100)  # tiny flavor: 4096 positions
+    common = ("train", "cpt", "--run-dir", str(root), *TINY_FP32)
+    wrong = run(*common)
+    assert wrong.returncode == 1 and "Traceback" not in wrong.stderr
+    assert _squeezed(
+        f"{data / 'meta.json'}: seq_len 4100 is longer than the model's max_position_embeddings 4096; rebuild the "
+        "data with --seq-len 4096 or less"
+    ) in _squeezed(wrong.stderr), wrong.stderr
+    assert not (root / "train" / "cpt").exists()  # refused before any process or folder
+    shutil.rmtree(data)
+    make_data_folder(data, "cpt", rows=8, seq_len=32)  # the fix: rebuilt with shorter rows
+    fixed = run(*common)
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert json.loads((root / "train" / "cpt" / "manifest.json").read_text())["counts"]["steps"] == 10

@@ -215,7 +215,7 @@ def _safetensors_files(folder: Path) -> list[Path]:
     return files
 
 
-# the dtypes isfinite reads everywhere; quantized (fp8, fp4 packed) weights are checked once dequantized
+# floating dtypes checked for NaN / Inf; quantized codes (fp8, packed fp4) and their scales are not
 _CHECKED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
