@@ -199,3 +199,31 @@ def test_rows_longer_than_the_model_positions_are_refused_before_training_and_re
     fixed = run(*common)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     assert json.loads((root / "train" / "cpt" / "manifest.json").read_text())["counts"]["steps"] == 10
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _private_mounts_work(), reason="needs root and a private mount namespace for a read-only bind")
+def test_a_read_only_run_folder_is_one_line_and_the_command_trains_once_it_is_writable(tmp_path):
+    import shlex
+    import subprocess
+
+    root, results = tmp_path / "run", tmp_path / "results"
+    make_data_folder(root / "data" / "cpt", "cpt", rows=8, seq_len=32)
+    results.mkdir()
+    command = " ".join(shlex.quote(part) for part in trex_command("train", "cpt", "--run-dir", str(root), *TINY_FP32))
+    # the run folder read-only (a read-only mount, as root sees one), then writable again (the fix)
+    script = f"""
+        mount --bind {root} {root} && mount -o remount,bind,ro {root}
+        {command} > {results}/ro.out 2> {results}/ro.err; echo $? > {results}/ro.rc
+        mount -o remount,bind,rw {root}
+        {command} > {results}/rw.out 2> {results}/rw.err; echo $? > {results}/rw.rc
+    """
+    subprocess.run(["unshare", "-m", "sh", "-c", script], env=trex_environment(), check=True, timeout=1200)
+    read_only = (results / "ro.err").read_text()
+    assert (results / "ro.rc").read_text().strip() == "1", read_only
+    message = _squeezed(read_only)  # the first file it would write: the run folder's lock
+    assert _squeezed(f"cannot write {root}/") in message, read_only
+    assert _squeezed("(Read-only file system): the file system is read-only: choose a writable") in message
+    assert "Traceback" not in read_only
+    assert (results / "rw.rc").read_text().strip() == "0", (results / "rw.err").read_text()[-3000:]
+    assert json.loads((root / "train" / "cpt" / "manifest.json").read_text())["counts"]["steps"] == 10
