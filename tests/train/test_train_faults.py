@@ -159,9 +159,14 @@ def test_a_full_disk_is_one_line_keeps_the_last_checkpoint_and_the_rerun_with_sp
 
 @pytest.mark.slow
 def test_a_layout_that_does_not_fit_nproc_is_one_line_before_any_rank_starts_and_the_fixed_command_trains(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
     root = tmp_path / "run"
-    make_data_folder(root / "data" / "cpt", "cpt", rows=8, seq_len=32)
-    common = ("train", "cpt", "--run-dir", str(root), *TINY_FP32)
+    data = make_data_folder(root / "data" / "cpt", "cpt", rows=8, seq_len=32)
+    common = ("train", "cpt", "--run-dir", str(root), *TINY_FP32, "--save-every", "5")
     stage = root / "train" / "cpt"
     for extra, expected in (
         (("--nproc", "3", "--set", "train.parallel.tp=2"),
@@ -176,10 +181,27 @@ def test_a_layout_that_does_not_fit_nproc_is_one_line_before_any_rank_starts_and
         # said once, by the launcher: no rank was started to say it in its own traceback
         assert wrong.stderr.count("error:") == 1 and "Traceback" not in wrong.stderr
         assert not stage.exists()  # nothing written that the corrected command would have to deal with
-    fixed = run(*common, "--nproc", "2")
-    assert fixed.returncode == 0, fixed.stderr[-3000:]
+
+    # the corrected command, stopped with Ctrl-C after its first step: torchrun and both ranks stop quietly
+    fixed = (*common, "--nproc", "2")
+    process = subprocess.Popen(trex_command(*fixed), env=trex_environment(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    metrics, deadline = stage / "metrics.jsonl", time.time() + 300
+    while not (metrics.is_file() and metrics.read_text().strip()) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr
+    assert "interrupted: run the same command again to resume" in stderr and "Traceback" not in stderr, stderr
+
+    rerun = run(*fixed)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
     manifest = json.loads((stage / "manifest.json").read_text())
     assert manifest["counts"]["steps"] == 10 and manifest["summary"]["layout"]["dp_shard"] == 2
+    run_trex("train", "cpt", "--data", str(data), "--run-dir", str(tmp_path / "single"), *TINY_FP32)
+    reference = losses(tmp_path / "single" / "train" / "cpt")
+    worst = max(abs(a - b) / abs(a) for a, b in zip(reference, losses(stage), strict=True))
+    assert worst < 1e-5  # what test_train_parallel asks of a 2-rank FSDP run
 
 
 @pytest.mark.slow
