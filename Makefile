@@ -36,7 +36,7 @@ bench: setup
 	$(BIN)/python benchmarks/run_all.py
 
 lint: setup
-	$(BIN)/ruff check trex_cli data_synth ascend_kernels tests benchmarks
+	$(BIN)/ruff check trex_cli data_synth trex_sandbox ascend_kernels tests benchmarks
 
 clean:
 	rm -rf runs .pytest_cache

@@ -22,7 +22,8 @@ from trex_cli.evaluate.benchmarks import BenchmarkItem
 from trex_cli.evaluate.generators import Completion
 from trex_cli.evaluate.grading import parse_answer
 from trex_cli.evaluate.runner import grade_sample
-from trex_cli.evaluate.sandbox import CHILD_ENVIRONMENT, ExecutionResult, Sandbox, SandboxSettings
+from trex_sandbox import ExecutionResult, Sandbox, SandboxSettings
+from trex_sandbox.client import CHILD_ENVIRONMENT
 
 TIMEOUT_S = 60.0
 MEMORY_MB = 2048

@@ -58,18 +58,19 @@ def _fresh_interpreter(program: str, data: dict | None) -> float:
 
 
 def bench_runner(count: int) -> list[dict]:
-    from data_synth.runner import ProgramRunner
+    from trex_sandbox import Sandbox, SandboxSettings
 
     programs = _sample_programs(count)
-    with ProgramRunner() as runner:
-        runner.run("pass")  # start the server outside the measurement
+    with Sandbox(SandboxSettings(timeout=20, memory_mb=2048, workers=1)) as sandbox:
+        sandbox.run("pass")  # start the server outside the measurement
         fork_server, fresh = [], []
         for program, data, _ in programs:  # interleaved, so both see the same machine load
             started = time.perf_counter()
-            result = runner.run(program, data)
+            inline = {"data.json": json.dumps(data)} if data is not None else None
+            result = sandbox.run(program, inline_files=inline)
             fork_server.append(time.perf_counter() - started)
-            if result.returncode != 0:
-                raise RuntimeError(f"program failed in the runner: {result.stderr[-500:]}")
+            if not result.exit_ok:
+                raise RuntimeError(f"program failed in the sandbox: {result.stderr[-500:]}")
             fresh.append(_fresh_interpreter(program, data))
     fork_ms, fresh_ms = statistics.median(fork_server) * 1e3, statistics.median(fresh) * 1e3
     return [{

@@ -22,9 +22,9 @@ class SynthConfig:
     infeasible_share: float = 0.05  # share of candidates made deliberately infeasible (labelled)
     workers: int = 2
     block_size: int = 64  # candidates per resumable block (one shard each)
-    program_timeout: float = 20.0  # seconds for one rendered program in the sandbox runner
+    program_timeout: float = 20.0  # seconds for one rendered program in the sandbox
     solver_time_limit: float = 30.0  # seconds for one in-process solve
-    program_memory_mb: int = 2048  # address-space limit of a sandboxed program
+    program_memory_mb: int = 2048  # address space a sandboxed program may add to the pre-imported solver stack
     teacher_endpoint: str = ""  # OpenAI-compatible base URL (".../v1"); empty: no rewrite
     teacher_model: str = ""
     teacher_timeout: float = 60.0

@@ -166,23 +166,23 @@ def _index_key(index) -> str:
 
 class _WorkerState:
     config: SynthConfig | None = None
-    runner = None
+    sandbox = None
     families: dict[str, list[ProblemFamily]] = {}
 
 
 def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
-    """Per-process setup: the program runner, quiet Pyomo logs, HiGHS's banner kept off stdout."""
+    """Per-process setup: the program sandbox, quiet Pyomo logs, HiGHS's banner kept off stdout."""
     import sys
 
     import highspy
 
-    from data_synth.runner import ProgramRunner, die_with_parent
+    from trex_sandbox import Sandbox, SandboxSettings, die_with_parent
 
     if silence_stdout:  # a pool worker: go down with the main process, however it ends
         die_with_parent()
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle (see _Executor)
         # the pool's terminate() sends SIGTERM: exit through Python so the exit finalizers run (they close
-        # the program runner and release the semaphore Pyomo makes at import, which the tracker would
+        # the sandbox server and release the semaphore Pyomo makes at import, which the tracker would
         # otherwise report as leaked)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     logging.getLogger("pyomo").setLevel(logging.CRITICAL)  # failures are recorded as reject details
@@ -198,8 +198,11 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
             os.dup2(saved, 1)
         os.close(saved)
     _WorkerState.config = config
-    _WorkerState.runner = ProgramRunner(memory_mb=config.program_memory_mb)
-    if silence_stdout:  # a pool worker: close the runner (and reap its server) when the worker exits
+    # One program at a time per worker process: the pool is the parallelism.
+    _WorkerState.sandbox = Sandbox(SandboxSettings(timeout=config.program_timeout, memory_mb=config.program_memory_mb,
+                                                   output_limit_kb=1024, workers=1))
+    _WorkerState.sandbox.start()
+    if silence_stdout:  # a pool worker: close the sandbox (and reap its server) when the worker exits
         from multiprocessing.util import Finalize
 
         Finalize(_WorkerState, close_worker, exitpriority=10)
@@ -207,9 +210,9 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
 
 
 def close_worker() -> None:
-    if _WorkerState.runner is not None:
-        _WorkerState.runner.close()
-        _WorkerState.runner = None
+    if _WorkerState.sandbox is not None:
+        _WorkerState.sandbox.close()
+        _WorkerState.sandbox = None
 
 
 def process_candidate(task: tuple[str, int]) -> dict:
@@ -236,10 +239,10 @@ def process_candidate(task: tuple[str, int]) -> dict:
                 "reject": {**reject_base, "reason": "render_error", "detail": f"{type(error).__name__}: {error}"}}
     try:
         verification = verify_instance(
-            family, data, program, program_data(data, candidate.representation), _WorkerState.runner,
+            family, data, program, program_data(data, candidate.representation), _WorkerState.sandbox,
             expect_infeasible=candidate.infeasible, program_timeout=config.program_timeout,
             solver_time_limit=config.solver_time_limit)
-    except Exception as error:  # e.g. the program runner died twice: count it, keep going
+    except Exception as error:  # e.g. the sandbox server died twice: count it, keep going
         return {"index": index, "seconds": {"total": time.perf_counter() - started},
                 "reject": {**reject_base, "reason": "verify_error", "detail": f"{type(error).__name__}: {error}"}}
     seconds = dict(verification.seconds)
@@ -331,7 +334,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 class _Executor:
     """Runs `process_candidate` over tasks in a process pool (or in this process for one worker),
     yielding results in task order. At most `window` tasks are in flight, so stopping early wastes
-    little and the pool can be closed gracefully (each worker then closes its program runner)."""
+    little and the pool can be closed gracefully (each worker then closes its sandbox)."""
 
     def __init__(self, config: SynthConfig) -> None:
         self.config = config
@@ -375,7 +378,7 @@ class _Executor:
             if graceful:
                 self.pool.close()  # lets the few in-flight tasks finish, then workers exit cleanly
             else:
-                self.pool.terminate()  # their program runners die with them (die_with_parent)
+                self.pool.terminate()  # their sandbox servers die with them (die_with_parent, stdin closed)
             self.pool.join()
             # drop it now: its queues' semaphores are released when it is collected, not at exit (where
             # an interrupted run would still hold it through the traceback and the tracker would warn)

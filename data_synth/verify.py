@@ -6,8 +6,10 @@
    "infeasible").
 2. `matrix_agrees`: the family's direct highspy build (`build_highspy`, no Pyomo) gives the same status
    and objective (relative 1e-7).
-3. `program_agrees`: the rendered program, run by the fork-server sandbox in a fresh folder with its
-   data.json, prints the same objective (or `Status: infeasible`) on its last line.
+3. `program_agrees`: the rendered program, run by `trex_sandbox` in a fresh folder with its data.json,
+   prints the same objective (or `Status: infeasible`) on its last line, and the solve its own solver
+   reported (recorded by the sandbox's hooks; the one whose objective it printed) agrees: the recorded
+   objective is the source of truth, the printed line must match it too.
 4. `solution_feasible`: the Pyomo solution satisfies every constraint of the raw instance (scaled residual
    <= 1e-6), every variable domain (binary, integer, sign), and `objective_value` gives the objective;
    plain Python arithmetic in the family, no solver model.
@@ -20,6 +22,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -201,12 +204,52 @@ def check_quality(family: ProblemFamily, data: dict, x: dict, objective: float) 
     return Check("quality", True, f"objective non-zero; {binding} binding constraints")
 
 
+# ------------------------------------------------------------------------------------------- check 3
+
+def check_program(sandbox, program: str, program_data: dict | None, expected: str, objective: float | None,
+                  timeout: float, seconds: dict) -> Check:
+    """Check 3: run the rendered program; its recorded solve and its last line must both agree with
+    check 1 (`expected` status, `objective` when optimal)."""
+    started = time.perf_counter()
+    inline = {"data.json": json.dumps(program_data)} if program_data is not None else None
+    run = sandbox.run(program, inline_files=inline, timeout=timeout)
+    seconds["program"] = time.perf_counter() - started
+    if run.timed_out:
+        return Check("program_agrees", False, f"the program ran past {timeout} s")
+    if not run.exit_ok:
+        tail = run.stderr.strip().splitlines()[-1:] or [run.error or ""]
+        ended = f"signal {run.signal}" if run.signal is not None else f"exit status {run.exit_code}"
+        return Check("program_agrees", False, f"the program ended with {ended}: {tail[0]}")
+    choice = run.chosen_solve()
+    solve = choice.solve
+    if solve is None:
+        return Check("program_agrees", False, "the sandbox recorded no solve by the program")
+    recorded = solve.get("status")
+    infeasible = recorded in ("infeasible", "infeasible_or_unbounded")
+    if (expected == "infeasible" and not infeasible) or (expected == "optimal" and recorded != "optimal"):
+        return Check("program_agrees", False, f"the program's solver reported {recorded}; expected {expected}")
+    recorded_objective = solve.get("objective")
+    if expected == "optimal" and (recorded_objective is None
+                                  or not close(recorded_objective, objective, OBJECTIVE_RTOL)):
+        return Check("program_agrees", False,
+                     f"the program's solver reported objective {recorded_objective!r} ({choice.reason}); "
+                     f"check 1 found {objective!r}")
+    status, value = parse_last_line(run.stdout)
+    if status != expected or (status == "optimal" and not close(value, recorded_objective, OBJECTIVE_RTOL)):
+        return Check("program_agrees", False,
+                     f"the program's last line is {run.last_line!r}; expected "
+                     f"{'Status: infeasible' if expected == 'infeasible' else repr(recorded_objective)}")
+    return Check("program_agrees", True,
+                 f"the program's solver reported {recorded} ({choice.reason}); it printed {run.last_line!r}")
+
+
 # --------------------------------------------------------------------------------------- all together
 
 def verify_instance(family: ProblemFamily, data: dict, program: str, program_data: dict | None,
-                    runner, expect_infeasible: bool = False, program_timeout: float = 20.0,
+                    sandbox, expect_infeasible: bool = False, program_timeout: float = 20.0,
                     solver_time_limit: float = 30.0) -> Verification:
-    """Run checks 1 to 5 (without duplicates) on one instance; stops at the first failure."""
+    """Run checks 1 to 5 (without duplicates) on one instance; stops at the first failure. `sandbox` is
+    a started `trex_sandbox.Sandbox`."""
     result = Verification()
     checks = result.checks
 
@@ -244,23 +287,10 @@ def verify_instance(family: ProblemFamily, data: dict, program: str, program_dat
             return result
         checks.append(Check("matrix_agrees", True, f"highspy build objective {matrix.objective!r}"))
 
-    started = time.perf_counter()
-    run = runner.run(program, program_data, timeout=program_timeout)
-    result.seconds["program"] = time.perf_counter() - started
-    status, value = parse_last_line(run.stdout)
-    if run.timed_out:
-        checks.append(Check("program_agrees", False, f"the program ran past {program_timeout} s"))
+    checks.append(check_program(sandbox, program, program_data, expected, pyomo.objective, program_timeout,
+                                result.seconds))
+    if not checks[-1].passed:
         return result
-    if run.returncode != 0:
-        tail = run.stderr.strip().splitlines()[-1:] or [""]
-        checks.append(Check("program_agrees", False, f"the program exited with {run.returncode}: {tail[0]}"))
-        return result
-    if status != expected or (status == "optimal" and not close(value, pyomo.objective, OBJECTIVE_RTOL)):
-        checks.append(Check("program_agrees", False,
-                            f"the program's last line is {run.last_line!r}; expected "
-                            f"{'Status: infeasible' if expect_infeasible else repr(pyomo.objective)}"))
-        return result
-    checks.append(Check("program_agrees", True, f"the program printed {run.last_line!r}"))
 
     if expect_infeasible:
         checks.append(Check("solution_feasible", True, "no solution: the instance is infeasible by design"))

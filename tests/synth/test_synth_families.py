@@ -15,17 +15,17 @@ import pytest
 from data_synth.families import all_families
 from data_synth.family import DIFFICULTIES, DOMAINS, REPRESENTATIONS, fmt
 from data_synth.render import program_data, render_program
-from data_synth.runner import ProgramRunner
 from data_synth.verify import verify_instance
+from trex_sandbox import Sandbox, SandboxSettings
 
 FAMILIES = sorted(all_families())
 SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope="module")
-def runner():
-    with ProgramRunner() as program_runner:
-        yield program_runner
+def sandbox():
+    with Sandbox(SandboxSettings(timeout=20, memory_mb=2048, workers=1)) as running:
+        yield running
 
 
 def instance(family, seed: int, difficulty: str):
@@ -91,7 +91,7 @@ def test_family_scenarios_render(name):
 
 
 @pytest.mark.parametrize("name", FAMILIES)
-def test_family_verifies(name, runner):
+def test_family_verifies(name, sandbox):
     """Checks 1-4 on 3 seeds x 3 difficulties (and on the infeasible variant when the family has one)
     must always pass; check 5 (non-zero objective, a binding constraint) is a rejection the pipeline
     absorbs, so it must pass on most instances, not all (an integer optimum need not touch any row)."""
@@ -102,7 +102,7 @@ def test_family_verifies(name, runner):
             rng, scenario, data = instance(family, seed, difficulty)
             representation = REPRESENTATIONS[seed % 3]
             program = render_program(family, data, representation)
-            result = verify_instance(family, data, program, program_data(data, representation), runner)
+            result = verify_instance(family, data, program, program_data(data, representation), sandbox)
             where = f"{name} seed {seed} {difficulty}"
             if result.reject_reason == "quality":
                 quality_failures.append(f"{where}: {result.reject_detail}")
@@ -113,7 +113,7 @@ def test_family_verifies(name, runner):
             infeasible = family.make_infeasible(data, rng)
             if infeasible is not None:
                 program = render_program(family, infeasible, "file")
-                result = verify_instance(family, infeasible, program, infeasible, runner, expect_infeasible=True)
+                result = verify_instance(family, infeasible, program, infeasible, sandbox, expect_infeasible=True)
                 assert result.passed, (f"{where}, infeasible variant: "
                                        f"{result.reject_reason}: {result.reject_detail}")
     assert len(quality_failures) <= 3, f"too many quality rejects: {quality_failures}"

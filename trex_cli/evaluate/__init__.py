@@ -3,10 +3,10 @@ sandbox and graded under every published rule (trex's own, `strict`, by default)
 
 Modules: `config` (the [eval] table, named suites), `benchmarks` (loaders), `prompts` (prompt styles,
 the paper's templates in `prompt_templates/`, program extraction), `generators` (openai, hf, file,
-gold), `sandbox` + `sandbox_server` (contained execution), `grading` (answers, rules, outcome
-classes), `equivalence` (B4O-ORGEval's structural LP check), `report` (scores, subsets, suite mean,
-report.md, chart, lm-eval results file, comparison), `runner` (`run_eval`, what `trex eval` and
-`trex run` call).
+gold), `grading` (answers, rules, outcome classes), `equivalence` (B4O-ORGEval's structural LP check),
+`report` (scores, subsets, suite mean, report.md, chart, lm-eval results file, comparison), `runner`
+(`run_eval`, what `trex eval` and `trex run` call). Programs run in the `trex_sandbox` package (shared
+with synth verification).
 """
 
 from trex_cli.evaluate.config import EvalConfig

@@ -134,7 +134,7 @@ class Prediction:
     """What one program produced, as the rules see it."""
 
     model_objective: float | None = None  # read from the solved model object by trex's hooks
-    status: str = "unknown"  # last recorded solver status ("unknown" when no solve was recorded)
+    status: str = "unknown"  # status of the chosen solve (`trex_sandbox.choose_solve`; "unknown": none recorded)
     printed_objective: float | None = None
     printed_infeasible: bool = False
     exit_ok: bool = False  # ran to the end with exit status 0

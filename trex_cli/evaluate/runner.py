@@ -24,7 +24,7 @@ from trex_cli.artifacts import (
     write_json_atomic,
     write_text_atomic,
 )
-from trex_cli.console import out
+from trex_cli.console import out, warn
 from trex_cli.evaluate.benchmarks import Benchmark, BenchmarkItem, load_benchmark
 from trex_cli.evaluate.config import SUITES, EvalConfig
 from trex_cli.evaluate.generators import Completion, GenerationRequest, ResponseCache, build_generator
@@ -48,7 +48,7 @@ from trex_cli.evaluate.report import (
     score_records,
     suite_summary,
 )
-from trex_cli.evaluate.sandbox import ExecutionResult, Sandbox, SandboxSettings
+from trex_sandbox import ExecutionResult, Sandbox, SandboxSettings
 
 EXECUTION_ENV = "TREX_ALLOW_CODE_EXECUTION"
 SAMPLES_FILE = "samples.jsonl"
@@ -90,16 +90,18 @@ def grade_sample(
 ) -> dict:
     """The sample record: what was asked, answered, run and concluded."""
     execution = execution or ExecutionResult()
-    last = execution.last_solve or {}
+    # The solve whose objective the program printed, not simply its last (an auxiliary model may follow).
+    choice = execution.chosen_solve()
+    solve = choice.solve or {}
     stdout = execution.stdout
     prediction = Prediction(
-        model_objective=last.get("objective"),
-        status=last.get("status", "unknown") if execution.events else "unknown",
+        model_objective=solve.get("objective"),
+        status=solve.get("status", "unknown"),
         printed_objective=printed_objective(stdout),
         printed_infeasible=printed_infeasible(stdout),
         exit_ok=execution.exit_ok,
         timed_out=execution.timed_out,
-        gap=last.get("gap"),
+        gap=solve.get("gap"),
         stdout=stdout,
     )
     truth: Truth = item.truth
@@ -152,11 +154,13 @@ def grade_sample(
         "harness_error": execution.error,
         "wall_s": execution.wall_s,
         "cpu_s": execution.cpu_s,
-        "solver_api": last.get("api"),
+        "solver_api": solve.get("api"),
         "solver_status": prediction.status,
-        "solve_calls": len(execution.events),
+        "solve_calls": len(execution.solves),
+        "solve_choice": choice.reason,
+        "solve_order": solve.get("order"),
         "objective": prediction.model_objective,
-        "objective_source": last.get("objective_source", "model" if last.get("objective") is not None else None),
+        "objective_source": solve.get("objective_source", "model" if solve.get("objective") is not None else None),
         "printed_objective": prediction.printed_objective,
         "printed_infeasible": prediction.printed_infeasible,
         "gap": prediction.gap,
@@ -325,7 +329,7 @@ def run_eval(
     write_lock = threading.Lock()
     isolation = ""
     if requests:
-        with Sandbox(settings) as sandbox:
+        with Sandbox(settings, on_warning=warn) as sandbox:
             isolation = sandbox.isolation
             if show_progress:
                 out.print(f"{len(requests)} samples to generate and run; programs run in {isolation}, {sandbox.workers} at once")

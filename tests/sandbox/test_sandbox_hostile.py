@@ -1,5 +1,6 @@
 """The hostile-program suite: each program is contained, graded as a failure of the right class, and
-the harness goes on. Limits are short (3 s, 512 MiB, 4 MiB files) to keep the suite fast."""
+the harness goes on (graded by eval's `grade_sample`, as `trex eval` does). Limits are short (3 s,
+512 MiB, 4 MiB files) to keep the suite fast."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from eval_fixtures import simple_program
+from sandbox_programs import processes_with, simple_program
 
 from trex_cli.evaluate.benchmarks import BenchmarkItem
 from trex_cli.evaluate.generators import Completion
 from trex_cli.evaluate.grading import parse_answer
 from trex_cli.evaluate.runner import grade_sample
-from trex_cli.evaluate.sandbox import Sandbox, SandboxSettings, bwrap_path
+from trex_sandbox import Sandbox, SandboxSettings, bwrap_path
 
 SECRET_NAME, SECRET_VALUE = "TREX_TEST_SECRET", "s3cr3t-7f1e9a"
 HERE = Path(__file__).resolve().parent
@@ -34,23 +35,11 @@ def sandbox():
         os.environ.pop(SECRET_NAME, None)
 
 
-def run_and_grade(sandbox: Sandbox, program: str, truth: str = "7") -> dict:
+def run_and_grade(sandbox: Sandbox, program: str, truth: str = "7", timeout: float | None = None) -> dict:
     item = BenchmarkItem(id="h", question="q", truth=parse_answer(truth), answer=truth, benchmark="hostile", version="0")
     program = textwrap.dedent(program)
-    execution = sandbox.run(program)
+    execution = sandbox.run(program, timeout=timeout)
     return grade_sample(item, 0, [], Completion(text=program), program, None, execution, "strict")
-
-
-def processes_with(token: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if token in Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 def processes_of_users(uids: list[int]) -> list[int]:
@@ -265,7 +254,7 @@ def test_killing_every_reachable_process_spares_the_programs_beside_it(sandbox):
 def test_process_limits_alone_still_contain_the_basic_failures():
     settings = SandboxSettings(timeout=2, memory_mb=512, file_size_mb=4, isolation="process", workers=1)
     with Sandbox(settings) as limited:
-        assert "process limits only" in limited.isolation
+        assert limited.isolation.startswith("process limits")
         assert run_and_grade(limited, "while True:\n    pass\n")["outcome"] == "timeout"
         assert run_and_grade(limited, "hog = bytearray(4 * 1024 ** 3)\n")["limit"] == "memory"
         assert run_and_grade(limited, simple_program("model.x + 2 * model.y", integer=True))["outcome"] == "correct"
@@ -334,7 +323,25 @@ def test_programs_import_what_the_server_did_not_pre_import(sandbox):
         from scipy.optimize import linprog
         result = linprog([-1, -2], A_ub=[[1, 1]], b_ub=[4.5], bounds=[(0, 10), (0, 3)])
         print("Objective:", -result.fun)
-    """, truth="7.5")
+    """, truth="7.5", timeout=30)  # importing SciPy takes a CPU second: room for a loaded machine
     assert record["exit_code"] == 0, record["stderr"]
     assert record["solver_api"] == "scipy.linprog" and record["solver_status"] == "optimal"
     assert record["outcome"] == "correct" and record["objective"] is None and record["printed_objective"] == 7.5
+
+
+def test_strict_grades_the_solve_whose_objective_the_program_printed(sandbox):
+    # the real model (objective 7), its objective printed, then a small auxiliary model (objective 0)
+    auxiliary = (
+        "model.objective.deactivate()\n"
+        "model.check = pyo.Objective(expr=model.x + model.y)\n"
+        "pyo.SolverFactory('appsi_highs').solve(model)\n"
+        "print('auxiliary bound computed')\n"
+    )
+    record = run_and_grade(sandbox, simple_program("model.x + 2 * model.y", integer=True) + auxiliary)
+    assert record["solve_calls"] == 2 and record["solve_choice"] == "printed" and record["solve_order"] == 0
+    assert record["objective"] == 7.0 and record["outcome"] == "correct" and record["verdicts"]["strict"], record
+    # with nothing printed that names a solve, the last one is graded, and the record says why
+    silent = run_and_grade(sandbox, simple_program("model.x + 2 * model.y", integer=True).replace(
+        'print("Objective:", pyo.value(model.objective))', "") + auxiliary)
+    assert silent["solve_choice"] == "last (no printed objective matched)" and silent["objective"] == 0.0
+    assert silent["outcome"] == "wrong value"

@@ -1,8 +1,9 @@
-"""The sandbox's fork server: a small standalone program (it imports nothing from trex) that imports
-the solver stack once and forks one child per generated program.
+"""The sandbox's fork server: a standalone program (it imports nothing of trex, only the standard
+library and the solver stack it pre-imports) that imports Pyomo / HiGHS / numpy once and forks one
+child per program.
 
-It is started by `trex_cli.evaluate.sandbox.Sandbox`, inside bubblewrap where available, with a
-scrubbed environment. Protocol: one JSON request per line on stdin ({"job", "timeout", "cpu_limit",
+It is started by `trex_sandbox.client.Sandbox`, inside bubblewrap where available, with a scrubbed
+environment. Protocol: one JSON request per line on stdin ({"job", "timeout", "cpu_limit",
 "memory_mb", "file_size_mb", "max_processes", "uid", "capture_model"}), one JSON reply per finished job on stdout. A
 job is a folder `<root>/<job>/` holding `work/` (the program's working folder: program.py and its
 data files) and `meta/` (stdout.txt, stderr.txt and events.jsonl, opened by the server before the
@@ -12,25 +13,36 @@ writes through the inherited descriptor can still add lines: this contains accid
 Each child: a new session and process group, stdin from /dev/null, rlimits (CPU time, address space
 budgeted on top of what the fork already maps, file size, no core files, number of processes), one
 BLAS and one HiGHS thread, an environment holding only what the program needs, an unprivileged user
-id when the server runs as root (one per worker slot, chosen by the harness), and hooks that record
-every solve (status, objective, MIP gap) of Pyomo, highspy, PuLP, gurobipy and SciPy to
+id when the server runs as root (one per worker slot, chosen by the client), Landlock filesystem
+rules when the client asks for them (the process-isolation fallback), and hooks that record every
+solve (order, status, objective, MIP gap) of Pyomo, highspy, PuLP, gurobipy and SciPy to
 events.jsonl. The server kills a child's process group at the time limit and after it exits, and,
 being a child subreaper, kills any orphaned descendant that escaped the group.
 """
 
 import ctypes
+import gc
 import json
 import math
 import os
 import resource
 import select
 import signal
+import struct
 import sys
 import time
 import traceback
 
 PR_SET_CHILD_SUBREAPER = 36
 MODEL_FILE = "model.lp"  # in the program's working folder, when the request asks for the model
+PR_SET_NO_NEW_PRIVS = 38
+# Landlock (Linux >= 5.13): the same system call numbers on every architecture (the generic table).
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 
 
 # --------------------------------------------------------------------------------------------------
@@ -96,23 +108,31 @@ class _AfterImport:
 
 def install_hooks(events_fd):
     """Wrap the solve calls of every modeling library the server imported. Returns a function to call
-    when the program has ended, with the program's globals and the LP file to write (or None): it
-    writes the model the program built (see `write_model_file`), then solves the last model the
-    program built but never solved (the Bench4Opt reference programs build a gurobipy model and only
-    write it to a file)."""
-    emitted = []
-    emitted_events = []
+    when the program has ended: it solves the last model the program built but never solved (the
+    Bench4Opt reference programs build a gurobipy model and only write it to a file)."""
+    emitted_events = []  # every event, nested ones included
+    solves = []  # the program's own solve calls, in order
     built_models = []
-    solved_pyomo_models = []
+    solved_pyomo_models = []  # for the LP file B4O-ORGEval grades
     pending_model_reads = []  # Pyomo models solved with load_solutions=False
+    pyomo_depth = [0]  # > 0 while a Pyomo solve runs: the highspy run inside it is not a solve of its own
 
-    def emit(event):
-        emitted.append(event.get("status"))
-        emitted_events.append(event)
+    def write(event):
         try:
             os.write(events_fd, (json.dumps(event) + "\n").encode())
         except OSError:
             pass
+
+    def emit(event):
+        """Record one solve: `order` numbers the program's solves; a highspy run inside a Pyomo
+        solve is marked `nested` (the Pyomo event after it is the solve the program made)."""
+        if pyomo_depth[0] > 0:
+            event["nested"] = True
+        else:
+            event["order"] = len(solves)
+            solves.append(event)
+        emitted_events.append(event)
+        write(event)
 
     modules = sys.modules
 
@@ -182,8 +202,21 @@ def install_hooks(events_fd):
                 return solver
 
             def solve(*args, **kwargs):
-                events_before = len(emitted)
-                results = original(*args, **kwargs)
+                events_before = len(emitted_events)
+                pyomo_depth[0] += 1
+                try:
+                    results = original(*args, **kwargs)
+                except BaseException:
+                    # Pyomo raises after an infeasible solve (load_solutions=True): the HiGHS run
+                    # inside it still says what the solver found.
+                    pyomo_depth[0] -= 1
+                    inner = emitted_events[events_before:]
+                    if inner:
+                        emit({"api": "pyomo", "solver": solver_name, "status": inner[-1].get("status", "unknown"),
+                              "objective": inner[-1].get("objective"), "objective_source": "solver",
+                              "gap": inner[-1].get("gap"), "raised": True})
+                    raise
+                pyomo_depth[0] -= 1
                 model = args[0] if args else kwargs.get("model")
                 solved_pyomo_models.append(model)
                 try:
@@ -312,13 +345,15 @@ def install_hooks(events_fd):
     def finish(program_globals, model_file):
         if model_file is not None:
             write_model_file(model_file, built_models, solved_pyomo_models, program_globals)
-        last = emitted_events[-1] if emitted_events else None
+        last = solves[-1] if solves else None
         if pending_model_reads and last is not None and last.get("api") == "pyomo" and last.get("status") == "optimal":
-            # The last solve left the model empty; the program may have loaded the solution since.
+            # The last solve left the model empty; the program may have loaded the solution since:
+            # the client merges this into that solve's record.
             objective = _model_objective(pending_model_reads[-1])
             if objective is not None:
-                emit(dict(last, objective=objective, objective_source="model, read when the program ended"))
-        if not emitted and built_models and built_models_solver is not None:
+                write({"update_of": last["order"], "objective": objective,
+                       "objective_source": "model, read when the program ended"})
+        if not solves and built_models and built_models_solver is not None:
             try:
                 built_models_solver()
             except Exception as error:
@@ -359,6 +394,67 @@ def _vm_size_bytes():
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def landlock_abi():
+    """The kernel's Landlock ABI version, 0 when it has none (or it is disabled)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    version = libc.syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), None, ctypes.c_size_t(0),
+                           ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    return max(0, int(version))
+
+
+def apply_landlock(readable, writable):
+    """Restrict this process and its descendants, for good, to reading `readable` paths and reading
+    and writing `writable` ones; with ABI 4 or later TCP bind and connect are refused as well.
+    Descriptors opened before (stdout, the events file) stay usable. Raises OSError when the kernel
+    refuses."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError("Landlock is not available in this kernel")
+    handled = (1 << 13) - 1  # every right of ABI 1
+    file_rights = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE
+    if abi >= 2:
+        handled |= FS_REFER
+    if abi >= 3:
+        handled |= FS_TRUNCATE
+        file_rights |= FS_TRUNCATE
+    if abi >= 5:
+        handled |= FS_IOCTL_DEV
+        file_rights |= FS_IOCTL_DEV
+    # struct landlock_ruleset_attr grew a field in ABI 4 (network); the kernel takes the size given.
+    attr = struct.pack("=QQ", handled, NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else struct.pack("=Q", handled)
+    attr_buffer = ctypes.create_string_buffer(attr, len(attr))
+    ruleset = libc.syscall(ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET), attr_buffer, ctypes.c_size_t(len(attr)),
+                           ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    try:
+        read_rights = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+        for paths, rights in ((readable, read_rights), (writable, handled)):
+            for path in paths:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue  # not on this machine
+                try:
+                    allowed = rights if os.path.isdir(path) else rights & file_rights
+                    # struct landlock_path_beneath_attr is packed: u64 allowed_access, s32 parent_fd
+                    rule = ctypes.create_string_buffer(struct.pack("=Qi", allowed, fd), 12)
+                    if libc.syscall(ctypes.c_long(SYS_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
+                                    ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), rule, ctypes.c_uint32(0)) < 0:
+                        raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
+                finally:
+                    os.close(fd)
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        if libc.syscall(ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+    finally:
+        os.close(ruleset)
 
 
 def run_child(root, job, request, settings):
@@ -407,6 +503,11 @@ def run_child(root, job, request, settings):
             os.setgroups([])
             os.setgid(int(request["uid"]))
             os.setuid(int(request["uid"]))
+        landlock = settings.get("landlock")
+        if landlock is not None:
+            # The client checked that the kernel supports it; a failure here ends the program (exit
+            # status 1, the reason on stderr) rather than running it unsealed.
+            apply_landlock(landlock["readable"], [work])
 
         os.environ.clear()
         os.environ.update(settings["child_environment"])
@@ -460,6 +561,55 @@ def run_child(root, job, request, settings):
 # The server loop
 
 
+WARM_UP_MILP = """
+model = pyo.ConcreteModel()
+model.I = pyo.Set(initialize=["a", "b", "c"])
+model.P = pyo.Set(initialize=[("a", "b"), ("b", "c")], dimen=2)
+model.x = pyo.Var(model.I, domain=pyo.NonNegativeReals)
+model.y = pyo.Var(model.I, domain=pyo.Binary)
+model.z = pyo.Var(model.P, domain=pyo.NonNegativeIntegers, bounds=(0, 9))
+model.obj = pyo.Objective(expr=sum(model.x[i] for i in model.I) + sum(2.5 * model.z[p] for p in model.P),
+                          sense=pyo.maximize)
+model.link = pyo.Constraint(model.I, rule=lambda model, i: model.x[i] <= 4 * model.y[i])
+model.count = pyo.Constraint(expr=sum(model.y[i] for i in model.I) + sum(model.z[p] for p in model.P) <= 2.5)
+model.pair = pyo.Constraint(model.P, rule=lambda model, i, j: model.z[i, j] >= model.y[i] - 1)
+"""
+
+WARM_UP_QP = """
+model = pyo.ConcreteModel()
+model.x = pyo.Var(["a", "b"], domain=pyo.NonNegativeReals)
+model.obj = pyo.Objective(expr=model.x["a"] * model.x["a"] + model.x["a"] * model.x["b"]
+                          + model.x["b"] * model.x["b"] - model.x["a"])
+model.budget = pyo.Constraint(expr=model.x["a"] + model.x["b"] == 1)
+"""
+
+
+def _warm_up_pyomo():
+    """Solve tiny models once through Pyomo's two HiGHS interfaces, so that every child starts with
+    Pyomo's dispatch tables filled and the interfaces set up (tens of milliseconds a program).
+
+    One HiGHS thread: HiGHS then sizes its process-wide scheduler without worker threads, so a fork
+    loses none (a child's parallel solve would wait forever on workers a fork does not copy); the
+    children keep that single thread. HiGHS's one-time banner goes to the server's stderr here.
+    Returns what failed, in words (empty when all went well)."""
+    import pyomo.environ as pyo
+
+    failures = []
+    for name, source in (("appsi_highs", WARM_UP_MILP), ("highs", WARM_UP_MILP), ("highs", WARM_UP_QP)):
+        try:
+            solver = pyo.SolverFactory(name)
+            if not solver.available():
+                failures.append(f"Pyomo's {name} solver is not available")
+                continue
+            solver.options["threads"] = 1
+            namespace = {"pyo": pyo}
+            exec(source, namespace)
+            solver.solve(namespace["model"], load_solutions=False)
+        except Exception as error:
+            failures.append(f"{name}: {type(error).__name__}: {error}")
+    return failures
+
+
 def _preload(names):
     loaded = []
     for name in names:
@@ -468,17 +618,12 @@ def _preload(names):
             loaded.append(name)
         except Exception:
             pass
-    if "pyomo.environ" in loaded and "highspy" in loaded:
-        # Pyomo imports its HiGHS interface on first use: do that once here, not in every child. No
-        # solve: HiGHS starts worker threads on its first run, and a fork keeps none of them (a child
-        # would wait for them forever).
-        try:
-            import pyomo.environ as pyo
-
-            pyo.SolverFactory("highs").available()
-        except Exception:
-            pass
-    return loaded
+    failures = _warm_up_pyomo() if "pyomo.environ" in loaded and "highspy" in loaded else []
+    # Children share the server's objects copy-on-write; a collector pass in a child would touch
+    # (and so copy) every page of them. Frozen objects are never scanned.
+    gc.collect()
+    gc.freeze()
+    return loaded, failures
 
 
 def _orphans(known):
@@ -522,7 +667,7 @@ def serve(settings):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except Exception:
         pass
-    loaded = _preload(settings["preload"])
+    loaded, warm_up_failures = _preload(settings["preload"])
 
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -535,7 +680,8 @@ def serve(settings):
             written = os.write(protocol_out, data)
             data = data[written:]
 
-    reply({"ready": True, "pid": os.getpid(), "preloaded": loaded, "python": sys.version.split()[0]})
+    reply({"ready": True, "pid": os.getpid(), "preloaded": loaded, "warm_up_failures": warm_up_failures,
+           "python": sys.version.split()[0]})
 
     jobs = {}  # pid -> {"job", "started", "deadline", "timed_out"}
     buffer = b""
