@@ -22,6 +22,11 @@ def write_text_atomic(path: Path, text: str) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)  # the old file at `path`, if any, is untouched
+        if error.filename is None:  # a failed write (a full disk) names no file: name the one it was for
+            raise OSError(error.errno, error.strerror, str(path)) from error
+        raise
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

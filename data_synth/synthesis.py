@@ -28,6 +28,8 @@ import json
 import logging
 import os
 import random
+import signal
+import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable
@@ -227,6 +229,11 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
 
     if silence_stdout:  # a pool worker: go down with the main process, however it ends
         die_with_parent()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle (see _Executor)
+        # the pool's terminate() sends SIGTERM: exit through Python so the exit finalizers run (they close
+        # the sandbox server and release the semaphore Pyomo makes at import, which the tracker would
+        # otherwise report as leaked)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     logging.getLogger("pyomo").setLevel(logging.CRITICAL)  # failures are recorded as reject details
     sys.stdout.flush()
     saved = os.dup(1)
@@ -390,7 +397,16 @@ class _Executor:
 
             # spawn: the parent may run rich's refresh thread; a fork would copy its locks
             context = multiprocessing.get_context("spawn")
-            self.pool = context.Pool(config.workers, initializer=init_worker, initargs=(config,))
+            # Ctrl-C reaches every process of the terminal's group: workers started with SIGINT ignored
+            # (Python keeps an inherited SIG_IGN) never print a traceback of their own, even while they
+            # import; the main process stops the pool and says how to resume
+            in_main_thread = threading.current_thread() is threading.main_thread()  # signal.signal needs it
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
+            try:
+                self.pool = context.Pool(config.workers, initializer=init_worker, initargs=(config,))
+            finally:
+                if in_main_thread:
+                    signal.signal(signal.SIGINT, previous)
         else:
             init_worker(config, silence_stdout=False)
 
@@ -416,6 +432,9 @@ class _Executor:
             else:
                 self.pool.terminate()  # their sandbox servers die with them (die_with_parent, stdin closed)
             self.pool.join()
+            # drop it now: its queues' semaphores are released when it is collected, not at exit (where
+            # an interrupted run would still hold it through the traceback and the tracker would warn)
+            self.pool = None
         else:
             close_worker()
 

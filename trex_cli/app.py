@@ -13,11 +13,10 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from trex_cli.commands import data, plan, run, synth, train
 from trex_cli.commands import eval as eval_command
-from trex_cli.console import USER_ERRORS, err
+from trex_cli.console import report_failure
 
 app = typer.Typer(
     name="trex",
@@ -63,15 +62,15 @@ app.command("run")(run.run)
 
 
 def main() -> None:
-    """Console-script entry point: turn user errors into one clear line on stderr."""
+    """Console-script entry point: user errors, disk errors and Ctrl-C outside a command (the commands
+    handle their own) become one clear line on stderr."""
     try:
         app()
-    except USER_ERRORS as error:
-        if os.environ.get("TREX_DEBUG"):
+    except (KeyboardInterrupt, Exception) as error:
+        status = None if os.environ.get("TREX_DEBUG") else report_failure(error)
+        if status is None:
             raise
-
-        err.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
-        sys.exit(1)
+        sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,12 @@ def plan_build(config: DataConfig, kind: str, out: Path, run_dir: Path, force: b
     tokenizer_path = Path(config.tokenizer) if config.tokenizer else None
     extra_inputs = []
     if tokenizer_path is not None:
+        if not (tokenizer_path / "tokenizer.json").is_file():  # a tokenizer, not a data source: say which
+            raise FileNotFoundError(
+                f"--tokenizer {tokenizer_path} ([data] tokenizer): no tokenizer.json there; name a folder "
+                "holding tokenizer.json (a model folder, or a trex data folder's tokenizer/), or pass "
+                "--train-tokenizer N to train one"
+            )
         # a trex CPT data folder's tokenizer: track that folder's manifest, else the files
         in_data_folder = (tokenizer_path.parent / "meta.json").is_file()
         extra_inputs = [tokenizer_path.parent if in_data_folder else tokenizer_path]

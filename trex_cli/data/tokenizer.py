@@ -199,9 +199,18 @@ def load_tokenizer(folder: str | Path) -> DataTokenizer:
             f"{tokenizer_file} not found: --tokenizer must name a folder holding tokenizer.json "
             "(a model folder, or a trex data folder's tokenizer/)"
         )
-    backend = Tokenizer.from_file(str(tokenizer_file))
+    try:
+        backend = Tokenizer.from_file(str(tokenizer_file))
+    except Exception as error:  # noqa: BLE001 - the tokenizers library raises a bare Exception for a bad file
+        raise ValueError(
+            f"{tokenizer_file}: not a readable tokenizer ({error}); copy it again from its model folder, "
+            "or pass --train-tokenizer N to train one"
+        ) from None
     config_file = folder / "tokenizer_config.json"
-    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    try:
+        config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{config_file}: not valid JSON ({error}); copy it again from its model folder") from None
     chat_template = config.get("chat_template")
     template_file = folder / "chat_template.jinja"
     if chat_template is None and template_file.is_file():

@@ -331,7 +331,13 @@ class FileGenerator(Generator):
                 raise ValueError(f"{self.path}:{number}: not valid JSON ({error})") from None
             if not isinstance(record, dict) or "id" not in record or "completion" not in record:
                 raise ValueError(f"{self.path}:{number}: each line needs 'id' and 'completion' (and 'sample' when n > 1)")
-            key = (record.get("benchmark"), str(record["id"]), int(record.get("sample", 0)))
+            sample = record.get("sample", 0)
+            if isinstance(sample, bool) or not (isinstance(sample, int) or str(sample).strip().isdigit()):
+                raise ValueError(
+                    f"{self.path}:{number}: 'sample' is {sample!r}; give the sample's number, a whole number "
+                    "from 0 (or leave it out when there is one sample per item)"
+                )
+            key = (record.get("benchmark"), str(record["id"]), int(sample))
             self.by_item[key] = str(record["completion"] or "")
 
     def identity(self) -> dict:

@@ -11,6 +11,7 @@ import subprocess
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from trex_cli.artifacts import MANIFEST, STAGE_STATE
 from trex_cli.evaluate.grading import OUTCOMES, RULES, STRUCTURE_RULE, STRUCTURE_RULE_DESCRIPTION
 
 RULE_ORDER = (*RULES, STRUCTURE_RULE)
@@ -286,6 +287,13 @@ def load_sample_records(source: str | Path) -> list[dict]:
     path = Path(source)
     if path.is_dir():
         path = path / "samples.jsonl"
+    folder = path.parent
+    if (folder / STAGE_STATE).is_file() and not (folder / MANIFEST).is_file():
+        # its samples.jsonl holds only the samples graded before it stopped: its scores would mean nothing
+        raise ValueError(
+            f"{folder} is an unfinished eval (no {MANIFEST} yet); run its `trex eval` command again to finish "
+            "it (it resumes where it stopped), then compare"
+        )
     if not path.is_file():
         raise FileNotFoundError(f"{source}: no samples.jsonl there (give an eval folder or its samples.jsonl)")
     records = []

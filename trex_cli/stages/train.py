@@ -59,8 +59,14 @@ class TrainStage(Stage):
         job = self.job()
         job.show_progress = show_progress
         if self.nproc > 1 and not under_torchrun():
+            from trex_cli.train.data import check_batch_sizes
+            from trex_cli.train.distributed import Layout
             from trex_cli.train.launch import stage_folder_of
 
+            # the ranks would each find a wrong layout and bury it in their tracebacks: check it here, once
+            layout = Layout.resolve(job.train.parallel, self.nproc)
+            check_batch_sizes(job.schedule.global_batch_size, job.schedule.micro_batch_size, layout.dp,
+                              f"[train.{self.stage}] with --nproc {self.nproc}")
             if stage_folder_of(job, force).prepare() is StageState.DONE:
                 return None
             self.recipe.save_resolved(job.stage_folder, ["run", "model", "train"])

@@ -6,10 +6,18 @@ reshards to another one). Beside it: `trainer.pt` (the step, the LR scheduler, t
 the trainer's own state) and `rng-rank<r>.pt` (each rank's random generators). The data position is
 the step itself (see data.py). A checkpoint is written under `.step-N.partial/` and renamed when every
 rank is done, so a folder named `step-N` is always complete, even after a SIGKILL mid-save.
+
+Last into the folder, before the rename, goes `complete.json`: every file's size. A resume verifies the
+newest checkpoint against it (a disk that filled up, a truncated copy, a file lost in a transfer) and,
+when it is damaged, moves it aside as `step-N.damaged` (kept for inspection, never read again) and takes
+the newest intact one, so a rerun is never stuck on a bad checkpoint while an older one is good.
 """
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 import random
 import re
 import shutil
@@ -18,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import (
     get_model_state_dict,
     get_optimizer_state_dict,
@@ -25,9 +34,12 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
+from trex_cli.artifacts import write_json_atomic
 from trex_cli.console import warn
 
 STEP_FOLDER = re.compile(r"^step-(\d+)$")
+COMPLETE = "complete.json"  # written last: the size of every file of the checkpoint
+FULL_DISK_BYTES = 64 << 20  # free space below this after a failed save: the disk was full
 
 
 def _rng_state() -> dict:
@@ -85,18 +97,54 @@ class Checkpointer:
             shutil.rmtree(partial, ignore_errors=True)
             partial.mkdir(parents=True)
         dist.barrier()
-        dcp.save(self._state(model, optimizer), checkpoint_id=str(partial))
-        torch.save(_rng_state(), partial / f"rng-rank{self.rank}.pt")
-        if self.rank == 0:
-            torch.save(trainer_state, partial / "trainer.pt")
+        try:
+            dcp.save(self._state(model, optimizer), checkpoint_id=str(partial))
+            torch.save(_rng_state(), partial / f"rng-rank{self.rank}.pt")
+            if self.rank == 0:
+                torch.save(trainer_state, partial / "trainer.pt")
+        except (OSError, RuntimeError, CheckpointException) as error:
+            self._failed_save(partial, error)
         dist.barrier()
         if self.rank == 0:
+            write_json_atomic(partial / COMPLETE, {"step": step, "files": _file_sizes(partial)})
             shutil.rmtree(target, ignore_errors=True)
             partial.rename(target)
             for old in self.steps()[: -self.keep_last]:
                 shutil.rmtree(self.folder / f"step-{old}", ignore_errors=True)
         dist.barrier()
         return target
+
+    def _failed_save(self, partial: Path, error: BaseException) -> None:
+        """A write of `partial` failed: remove it (the kept checkpoints stay as they are, and a full disk
+        gets its space back) and raise. torch.save and DCP report a short write as a RuntimeError with no
+        errno, so a disk left (almost) full by the attempt is reported as what it is: ENOSPC."""
+        free = shutil.disk_usage(self.folder).free
+        if self.rank == 0:
+            shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(error, OSError) or free >= FULL_DISK_BYTES:
+            raise error
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.folder)) from error
+
+    def resume_point(self) -> Path | None:
+        """The newest intact checkpoint, or None (train from step 0). Collective: rank 0 verifies, moves
+        damaged ones aside with a warning naming them, and tells every rank its choice."""
+        choice: list[str | None] = [None]
+        if self.rank == 0:
+            for step in reversed(self.steps()):
+                path = self.folder / f"step-{step}"
+                problem = damage(path)
+                if problem is None:
+                    choice = [str(path)]
+                    break
+                aside = self.folder / f"step-{step}.damaged"
+                shutil.rmtree(aside, ignore_errors=True)  # an older damaged copy of the same step
+                path.rename(aside)
+                warn(f"checkpoint {path} is damaged ({problem}); moved it to {aside.name} and looking for an "
+                     "older intact one")
+            if choice[0] is None and any(self.folder.glob("step-*.damaged")):
+                warn(f"no intact checkpoint is left in {self.folder}: training starts again from step 0")
+        dist.broadcast_object_list(choice, src=0)
+        return Path(choice[0]) if choice[0] is not None else None
 
     def load(self, path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
         """Restore model, optimizer and this rank's RNG from `path`; returns the trainer state."""
@@ -110,3 +158,26 @@ class Checkpointer:
         else:
             warn(f"{rng_path} is missing (a different number of ranks?): random generators are not restored")
         return torch.load(Path(path) / "trainer.pt", weights_only=False)
+
+
+def _file_sizes(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def damage(path: Path) -> str | None:
+    """What is wrong with the checkpoint folder `path` (a file missing, shorter or longer than it was
+    written), or None when it is intact."""
+    marker = Path(path) / COMPLETE
+    if not marker.is_file():
+        return f"it has no {COMPLETE}: it was not written to the end"
+    try:
+        listed = json.loads(marker.read_text())["files"]
+    except (ValueError, KeyError, TypeError):
+        return f"its {COMPLETE} is unreadable"
+    for name, size in listed.items():
+        file = Path(path) / name
+        if not file.is_file():
+            return f"{name} is missing"
+        if file.stat().st_size != size:
+            return f"{name} holds {file.stat().st_size} bytes, {size} were written"
+    return None

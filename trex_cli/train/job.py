@@ -84,6 +84,13 @@ def resolve_job(stage: str, recipe: Recipe, layout: RunLayout, *, warn_missing_c
             if meta.get(key) is not None:
                 changes[key] = int(meta[key])
         config = config.replace(**changes)
+    if int(meta["seq_len"]) > config.max_position_embeddings:
+        # RoPE past the trained positions extrapolates silently: refuse before any process starts
+        raise ValueError(
+            f"{data_folder / 'meta.json'}: seq_len {meta['seq_len']} is longer than the model's "
+            f"max_position_embeddings {config.max_position_embeddings}; rebuild the data with "
+            f"--seq-len {config.max_position_embeddings} or less, or use a model with more positions"
+        )
     train_settings = recipe.resolved(["train"])["train"]
     for key in NOT_IN_FINGERPRINT:
         train_settings.pop(key, None)

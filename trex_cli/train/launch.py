@@ -2,7 +2,8 @@
 
 - `--nproc 1` (default) outside torchrun: train in this process (a one-rank process group).
 - `--nproc N` outside torchrun: write the resolved job to `<stage folder>/launch.json` and start
-  `torchrun --standalone --nproc-per-node N -m trex_cli.train.launch launch.json` on this machine.
+  `torchrun --standalone --nproc-per-node N -m trex_cli.train.launch launch.json` on this machine
+  (torchrun run from this module, so that Ctrl-C stops it and its workers without a traceback).
 - inside a torchrun environment (RANK, WORLD_SIZE, MASTER_ADDR set: multi-node jobs start `trex`
   itself under torchrun on every node): every process joins that job directly.
 
@@ -20,6 +21,8 @@ import sys
 from pathlib import Path
 
 from trex_cli.artifacts import StageFolder, StageState, write_json_atomic
+
+TORCHRUN = "--torchrun"  # the first argument of `python -m trex_cli.train.launch` that starts torchrun
 
 
 def under_torchrun() -> bool:
@@ -91,20 +94,44 @@ def spawn_torchrun(job, nproc: int) -> int:
     # torchrun would pin every worker to one thread; share the cores instead.
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+        sys.executable, "-m", "trex_cli.train.launch", TORCHRUN, "--standalone", f"--nproc-per-node={nproc}",
         "-m", "trex_cli.train.launch", str(job_file),
     ]
-    return subprocess.call(command, env=env)
+    process = subprocess.Popen(command, env=env)
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.wait()  # torchrun got the same Ctrl-C and stops its workers: let it finish, then stop
+        raise
+
+
+def run_torchrun(arguments: list[str]) -> int:
+    """torchrun with these arguments; after Ctrl-C (its agent has stopped the workers by then) it exits
+    quietly, where torchrun itself would print its SignalException's traceback."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.run import main as torchrun
+
+    try:
+        torchrun(arguments)
+    except SignalException:
+        return 130
+    return 0
 
 
 def main(argv: list[str]) -> int:
-    """torchrun worker entry point: `python -m trex_cli.train.launch <launch.json>`."""
+    """The entry points `spawn_torchrun` starts: `python -m trex_cli.train.launch --torchrun <torchrun
+    arguments>` (the launcher) and `python -m trex_cli.train.launch <launch.json>` (each worker)."""
+    if argv[:1] == [TORCHRUN]:
+        return run_torchrun(argv[1:])
     if len(argv) != 1:
         print("usage: python -m trex_cli.train.launch <launch.json>", file=sys.stderr)
         return 2
     job = job_from_dict(json.loads(Path(argv[0]).read_text()))
     job.show_progress = False  # several processes share the terminal
-    run_stage(job)
+    try:
+        run_stage(job)
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C: the `trex train` that started torchrun says how to resume, once for every rank
     return 0
 
 

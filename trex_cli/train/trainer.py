@@ -379,7 +379,7 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
     engine = Engine(model, train, schedule, distributed, data.seq_len, accumulation)
     checkpointer = Checkpointer(job.stage_folder / "checkpoints", train.keep_last, distributed.rank)
     start_step = 0
-    latest = checkpointer.latest()
+    latest = checkpointer.resume_point()
     if latest is not None:
         start_step = engine.load_state(checkpointer.load(latest, engine.model, engine.optimizer))
         if distributed.is_main:

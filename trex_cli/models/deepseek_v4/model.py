@@ -737,6 +737,11 @@ def _grow(state, capacity: int):
 
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
+    if not bool(torch.isfinite(logits).all()):  # argmax would pick garbage and multinomial raise a bare error
+        raise ValueError(
+            "generate: the model's logits are NaN or Inf (its weights hold non-finite values, or the compute "
+            "dtype overflowed): check the checkpoint, or run it in float32"
+        )
     if temperature <= 0:
         return logits.argmax(dim=-1)
     probabilities = torch.softmax(logits / temperature, dim=-1)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from trex_cli.models.deepseek_v4.config import DeepseekV4Config
@@ -218,12 +218,32 @@ def safetensors_files(folder: Path) -> list[Path]:
     return files
 
 
+# floating dtypes checked for NaN / Inf; quantized codes (fp8, packed fp4) and their scales are not
+_CHECKED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def read_tensors(folder: str | Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a model folder; a damaged file or a NaN / Inf weight is a clear error naming the
+    file (and the tensor), where it would otherwise be a traceback or garbage at sampling time."""
     tensors = {}
     for file in safetensors_files(Path(folder)):
-        with safe_open(str(file), framework="pt") as handle:
-            for key in handle.keys():
-                tensors[key] = handle.get_tensor(key)
+        try:
+            with safe_open(str(file), framework="pt") as handle:
+                keys = list(handle.keys())
+                for key in keys:
+                    tensors[key] = handle.get_tensor(key)
+        except SafetensorError as error:
+            raise ValueError(
+                f"{file}: not a readable safetensors file ({error}); it is truncated or damaged: copy or "
+                "export the checkpoint again"
+            ) from None
+        for key in keys:
+            tensor = tensors[key]
+            if tensor.dtype in _CHECKED_DTYPES and not bool(torch.isfinite(tensor).all()):
+                raise ValueError(
+                    f"{file}: tensor {key!r} holds NaN or Inf values; the checkpoint is damaged or was saved "
+                    "after training diverged: use an earlier checkpoint"
+                )
     return tensors
 
 

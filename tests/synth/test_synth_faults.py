@@ -1,0 +1,107 @@
+"""`trex synth` under faults: Ctrl-C (one line, no worker traceback), a disk that fills up mid-run and an
+output path under a regular file. Each prints one line naming the path and the fix, keeps the finished
+blocks, and the corrected (or repeated) command gives the records of a clean run."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from trex_cli.app import app
+
+FLAGS = ["--n", "24", "--eval-n", "4", "--seed", "5", "--families", "production_mix,knapsack_01",
+         "--set", "synth.block_size=8", "--no-progress"]
+RECORD_FILES = ("problems/*.jsonl", "cpt_docs/*.jsonl", "sft/*.jsonl", "rejects.jsonl", "eval/test.jsonl")
+
+
+def records(out: Path) -> dict[str, str]:
+    return {str(p.relative_to(out)): p.read_text() for pattern in RECORD_FILES for p in sorted(out.glob(pattern))}
+
+
+def squeezed(text: str) -> str:
+    """Without whitespace: rich wraps long paths anywhere, even inside a word."""
+    return "".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("clean")
+    result = CliRunner().invoke(app, ["synth", "--out", str(root / "synth"), "--run-dir", str(root), "--workers", "1",
+                                      *FLAGS])
+    assert result.exit_code == 0, result.output
+    return root / "synth"
+
+
+def test_ctrl_c_prints_one_line_without_worker_tracebacks_and_the_rerun_equals_a_clean_run(clean, tmp_path):
+    out = tmp_path / "synth"
+    command = [sys.executable, "-m", "trex_cli.app", "synth", "--out", str(out), "--run-dir", str(tmp_path),
+               "--workers", "2", *FLAGS]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    deadline = time.time() + 300
+    while not list(out.glob("blocks/train-*.json")) and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: every process of the terminal's group gets it
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert stderr.strip() == "interrupted: run the same command again to resume"  # nothing else, from no process
+    assert not (out / "manifest.json").exists()
+
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert records(out) == records(clean)
+
+
+def test_a_full_disk_names_the_file_keeps_finished_blocks_and_the_rerun_equals_a_clean_run(clean, tmp_path,
+                                                                                          monkeypatch):
+    import data_synth.files
+    import data_synth.synthesis
+
+    out = tmp_path / "synth"
+    failing = out / "problems" / "shard-00001.jsonl"
+    real_write, real_fsync = data_synth.synthesis.write_text_atomic, os.fsync
+
+    def disk_full(_fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as the kernel reports it: no file name
+
+    def write_text_atomic(path, text):
+        # the second block's shard meets a full disk inside the real writer (its error path is under test)
+        monkeypatch.setattr(data_synth.files.os, "fsync", disk_full if Path(path) == failing else real_fsync)
+        real_write(path, text)
+
+    monkeypatch.setattr(data_synth.synthesis, "write_text_atomic", write_text_atomic)
+    args = ["synth", "--out", str(out), "--run-dir", str(tmp_path), "--workers", "1", *FLAGS]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert squeezed(f"cannot write {failing} (No space left on device): the disk is full") in squeezed(result.output)
+    assert "run the same command again" in " ".join(result.output.split()) and "Traceback" not in result.output
+    assert (out / "blocks" / "train-00000.json").is_file()  # the finished block is kept
+    assert not failing.exists() and not list(failing.parent.glob(".*.tmp"))  # no half-written file left
+
+    monkeypatch.setattr(data_synth.synthesis, "write_text_atomic", real_write)  # space freed
+    monkeypatch.setattr(data_synth.files.os, "fsync", real_fsync)
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert records(out) == records(clean)
+
+
+def test_a_run_folder_under_a_regular_file_is_one_line_and_another_folder_works(clean, tmp_path):
+    blocker = tmp_path / "runs"
+    blocker.write_text("a file where the run folder should go")
+    result = CliRunner().invoke(app, ["synth", "--run-dir", str(blocker / "demo"), "--workers", "1", *FLAGS])
+    assert result.exit_code == 1
+    text = squeezed(result.output)
+    assert squeezed(f"cannot write {blocker / 'demo'} (Not a directory)") in text, result.output
+    assert squeezed("a part of that path is a file where a folder is expected") in text and "Traceback" not in text
+    assert blocker.read_text() == "a file where the run folder should go"
+
+    fixed = CliRunner().invoke(app, ["synth", "--run-dir", str(tmp_path / "demo"), "--workers", "1", *FLAGS])
+    assert fixed.exit_code == 0, fixed.output
+    assert records(tmp_path / "demo" / "synth") == records(clean)
