@@ -30,6 +30,7 @@ from trex_cli.console import out
 from trex_cli.recipe import load_recipe
 from trex_cli.run_layout import RunLayout
 from trex_cli.stages import Stage, build_stages
+from trex_cli.stages.eval import EvalStage
 
 RECIPE_SECTIONS = ["run", "synth", "data", "model", "train", "eval"]  # the tables the run reads
 STAGE_GROUPS = {
@@ -176,6 +177,8 @@ class RecipeRun:
         entry = self.record["stages"].setdefault(stage.name, {})
         entry["folder"] = str(stage.folder)
         entry["manifest_sha256"] = stage.manifest_sha()
+        if isinstance(stage, EvalStage):
+            entry["model"] = stage.config.checkpoint  # the export this eval measured
         if result.ran:
             entry["seconds"] = round(result.seconds, 2)
             entry["cpu_seconds"] = round(_cpu_seconds() - cpu_started, 2)
