@@ -286,3 +286,24 @@ def test_cli_reads_a_config_json(tmp_path):
     result = runner.invoke(app, ["plan", "--config", str(tmp_path / "missing.json"), "--ranks", "8",
                                  "--global-batch", "8"])
     assert result.exit_code == 1 and "missing.json not found" in " ".join(result.output.split())
+
+
+def test_the_ranked_table_fits_80_columns(tmp_path):
+    """At 80 columns the layout is one word per knob in one column (rich would otherwise squeeze 18
+    columns into ellipses); every line of the table fits."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "TERM": "dumb"}
+    result = subprocess.run(
+        [sys.executable, "-m", "trex_cli.app", "plan", "--flavor", "flash", "--ranks", "128", "--global-batch",
+         "256", "--seq", "4096", "--top", "3"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    header = next(line for line in lines if "layout" in line and "MFU %" in line)
+    assert "…" not in header
+    assert any("TP" in line and "EP" in line and "mb" in line for line in lines)

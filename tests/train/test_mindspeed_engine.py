@@ -73,8 +73,8 @@ def test_rendered_cpt_scripts_carry_the_paper(name, tmp_path):
         assert "--num-layers-per-virtual-pipeline-stage" not in node0 and "--fix-router" not in node0
     nodes = sorted((folder / "scripts").glob("node-*.sh"))
     assert len(nodes) == (32 if name == "pro" else 8)
-    assert "NODE_RANK=5\n" in nodes[5].read_text()
-    assert nodes[5].read_text().replace("NODE_RANK=5", "NODE_RANK=0").replace("node 5", "node 0") == node0
+    assert 'NODE_RANK="${NODE_RANK:-${SLURM_NODEID:-5}}"' in nodes[5].read_text()
+    assert nodes[5].read_text().replace("SLURM_NODEID:-5", "SLURM_NODEID:-0").replace("node 5", "node 0") == node0
     for script in (folder / "scripts").glob("*.sh"):
         check = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
         assert check.returncode == 0, (script, check.stderr)
@@ -301,3 +301,32 @@ def test_sft_after_cpt_starts_from_the_cpt_checkpoints(tmp_path):
     assert f"CKPT_LOAD_DIR={tmp_path}/mindspeed/cpt/checkpoints" in node0
     assert "--global-batch-size 1024" in node0 and "--lr-warmup-iters 500" in node0 and "--lr 1e-05" in node0
     assert "--train-iters 2000" in node0 and "--save-interval 500" in node0 and "--min-lr 1e-07" in node0
+
+
+def test_cluster_placeholders_come_from_the_scheduler_and_a_missing_one_stops_the_script(tmp_path):
+    """No localhost or /path/to in a dry run: node 0's address comes from $MASTER_ADDR or the Slurm
+    allocation's first host, the node rank from $SLURM_NODEID, and an unset path stops the script naming it."""
+    import os
+    import subprocess
+
+    result = dry_run("flash", "cpt", tmp_path)
+    scripts = [Path(script) for script in result["scripts"]]
+    node_script = next(script for script in scripts if "node-01" in script.name)
+    for script in scripts:
+        text = script.read_text()
+        assert "/path/to" not in text and "localhost" not in text, script
+        assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, script
+    # run the node script's variable header only, with a stand-in `scontrol` that names the allocation's hosts
+    header = node_script.read_text().split("\n# host-side switches")[0] + '\necho "$MASTER_ADDR $NODE_RANK"\n'
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text('#!/bin/sh\n[ "$1 $2" = "show hostnames" ] && printf "node-a\\nnode-b\\n"\n')
+    (bin_dir / "scontrol").chmod(0o755)
+    slurm = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node-[a-b]", "SLURM_NODEID": "1",
+             "MINDSPEED_LLM_DIR": str(tmp_path), "TOKENIZER_PATH": str(tmp_path)}
+    ran = subprocess.run(["bash", "-c", header], capture_output=True, text=True, env=slurm)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["node-a", "1"]
+    missing = subprocess.run(["bash", "-c", header], capture_output=True, text=True,
+                             env={**slurm, "MINDSPEED_LLM_DIR": ""})
+    assert missing.returncode != 0 and "set MINDSPEED_LLM_DIR to the MindSpeed-LLM checkout" in missing.stderr

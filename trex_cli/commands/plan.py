@@ -279,21 +279,7 @@ def _print_ranked(result, rows: int, cluster, job) -> None:
               highlight=False)
     if not result.feasible:
         out.print("no layout fits")
-    table = Table(title="best layouts (estimated)")
-    for column in ("#", "TP", "PP", "VPP", "EP", "ETP", "CP", "DP", "mb", "recompute", "swap", "no-op layers",
-                   "mem GB", "step s", "bubble s", "exposed comm s", "MFU %", "HFU %"):
-        table.add_column(column, justify="right")
-    for index, evaluation in enumerate(result.feasible[:rows], 1):
-        layout, memory, time = evaluation.layout, evaluation.memory, evaluation.time
-        dp = job.world // (layout.tp * layout.pp * layout.cp)
-        table.add_row(str(index), str(layout.tp), str(layout.pp), str(layout.vpp_layers or "-"), str(layout.ep),
-                      str(layout.etp), str(layout.cp), str(dp), str(layout.micro_batch), layout.recompute,
-                      "yes" if layout.optimizer_swap else "no", ",".join(map(str, layout.noop_layers)) or "-",
-                      _gb(memory.total), f"{time.step:.2f}", f"{time.bubble:.2f}",
-                      f"{time.exposed_communication:.2f}", f"{100 * evaluation.mfu:.2f}",
-                      f"{100 * evaluation.hfu:.2f}")
-    if result.feasible:
-        out.print(table)
+    out.print(layout_table(result.feasible[:rows], job.world, out.width))
     summary = result.rejection_summary()
     if summary:
         table = Table(title="why the other layouts were rejected")
@@ -303,6 +289,39 @@ def _print_ranked(result, rows: int, cluster, job) -> None:
         for kind, count, example in summary:
             table.add_row(kind, str(count), example)
         out.print(table)
+
+
+def layout_table(evaluations, world: int, width: int):
+    """The ranked layouts as a table that fits the terminal: one column per knob where it is wide, the
+    layout written as one word (TP4 PP4 VPP2 EP32 ETP4 CP1 mb1) and the key figures at 80 columns."""
+    from rich.table import Table
+
+    wide = width >= 150
+    table = Table(title="best layouts (estimated)")
+    columns = (("#", "TP", "PP", "VPP", "EP", "ETP", "CP", "DP", "mb", "recompute", "swap", "no-op layers",
+                "mem GB", "step s", "bubble s", "exposed comm s", "MFU %", "HFU %") if wide else
+               ("#", "layout", "recompute", "mem GB", "step s", "MFU %", "HFU %"))
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("layout", "recompute") else "right",
+                         no_wrap=column != "layout")
+    for index, evaluation in enumerate(evaluations, 1):
+        layout, memory, time = evaluation.layout, evaluation.memory, evaluation.time
+        dp = world // (layout.tp * layout.pp * layout.cp)
+        figures = [_gb(memory.total), f"{time.step:.2f}"]
+        if wide:
+            table.add_row(str(index), str(layout.tp), str(layout.pp), str(layout.vpp_layers or "-"), str(layout.ep),
+                          str(layout.etp), str(layout.cp), str(dp), str(layout.micro_batch), layout.recompute,
+                          "yes" if layout.optimizer_swap else "no", ",".join(map(str, layout.noop_layers)) or "-",
+                          *figures, f"{time.bubble:.2f}", f"{time.exposed_communication:.2f}",
+                          f"{100 * evaluation.mfu:.2f}", f"{100 * evaluation.hfu:.2f}")
+            continue
+        words = [f"TP{layout.tp}", f"PP{layout.pp}"] + ([f"VPP{layout.vpp_layers}"] if layout.vpp_layers else [])
+        words += [f"EP{layout.ep}", f"ETP{layout.etp}", f"CP{layout.cp}", f"DP{dp}", f"mb{layout.micro_batch}"]
+        words += ["swap"] if layout.optimizer_swap else []
+        words += [f"no-op {','.join(map(str, layout.noop_layers))}"] if layout.noop_layers else []
+        table.add_row(str(index), " ".join(words), layout.recompute, *figures, f"{100 * evaluation.mfu:.1f}",
+                      f"{100 * evaluation.hfu:.1f}")
+    return table
 
 
 @app.command("mfu")

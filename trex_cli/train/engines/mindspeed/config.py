@@ -41,7 +41,7 @@ class MindSpeedSection:
     patched_image: bool = False
     nodes: int = 1
     ranks_per_node: int = 16
-    master_addr: str = "localhost"  # node 0's address (torchrun rendezvous)
+    master_addr: str = ""  # node 0's address (torchrun rendezvous); "" = $MASTER_ADDR, else Slurm's first host
     master_port: int = 6000
     # layout (the T-Rex Pro layout: TP2 PP8 VPP 4 layers per virtual stage EP64 ETP1 CP1)
     tp: int = 1

@@ -367,6 +367,27 @@ def argument_groups(section: MindSpeedSection, stage: str, job: Job, config: Any
     return groups
 
 
+def _path_line(name: str, value, what: str) -> str:
+    """`NAME=value`, or, where the recipe gives none, the environment's value with a clear stop when unset."""
+    if value:
+        return f"{name}={shlex.quote(str(value))}"
+    return f'{name}="${{{name}:?set {name} to {what}}}"'
+
+
+def _master_address_lines(section: MindSpeedSection) -> list[str]:
+    """Node 0's address: the recipe's, else $MASTER_ADDR, else the first host of the Slurm allocation (the
+    loopback for a one-node job)."""
+    if section.master_addr:
+        return [f"MASTER_ADDR={shlex.quote(section.master_addr)}"]
+    if section.nodes == 1:  # a one-node job meets on its own loopback
+        return ['MASTER_ADDR="${MASTER_ADDR:-127.0.0.1}"']
+    return [
+        'MASTER_ADDR="${MASTER_ADDR:-$( (scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null || true)'
+        ' | head -n 1)}"',
+        ': "${MASTER_ADDR:?set MASTER_ADDR to the address of node 0, or [mindspeed] master_addr, or run under Slurm}"',
+    ]
+
+
 def render_node_script(section: MindSpeedSection, stage: str, node_rank: int, job: Job, config: Any,
                        shape: ModelShape, paths: Paths) -> str:
     """One node's launch script: environment switches, torchrun rendezvous, the argument arrays."""
@@ -379,15 +400,17 @@ def render_node_script(section: MindSpeedSection, stage: str, node_rank: int, jo
         + (" plus T-Rex's patched image." if section.patched_image else " (stock)."),
         "set -euo pipefail",
         "",
-        f"MINDSPEED_LLM_DIR={shlex.quote(str(paths.mindspeed_llm or '/path/to/MindSpeed-LLM'))}",
+        "# What the recipe leaves empty comes from the environment or the scheduler (Slurm's variables), and a",
+        "# value missing there stops the script with a message naming it (no placeholder paths).",
+        _path_line("MINDSPEED_LLM_DIR", paths.mindspeed_llm, "the MindSpeed-LLM checkout ([mindspeed] mindspeed_llm_dir)"),
         f"NNODES={section.nodes}",
-        f"NODE_RANK={node_rank}",
+        f'NODE_RANK="${{NODE_RANK:-${{SLURM_NODEID:-{node_rank}}}}}"',
         f"NPROC_PER_NODE={section.ranks_per_node}",
-        f"MASTER_ADDR={shlex.quote(section.master_addr)}",
+        *_master_address_lines(section),
         f"MASTER_PORT={section.master_port}",
         f"DATA_PATH={shlex.quote(paths.dataset_path)}",
         f"DATA_CACHE_PATH={shlex.quote(str(paths.folder / 'data' / 'cache'))}",
-        f"TOKENIZER_PATH={shlex.quote(str(paths.tokenizer or '/path/to/tokenizer'))}",
+        _path_line("TOKENIZER_PATH", paths.tokenizer, "the tokenizer folder of the model"),
         f"CKPT_LOAD_DIR={shlex.quote(str(paths.megatron_load))}",
         f"CKPT_SAVE_DIR={shlex.quote(str(paths.checkpoints))}",
         f"TENSORBOARD_DIR={shlex.quote(str(paths.logs / 'tensorboard'))}",
@@ -419,7 +442,7 @@ def render_node_script(section: MindSpeedSection, stage: str, node_rank: int, jo
 
 def preprocess_arguments(section: MindSpeedSection, stage: str, paths: Paths) -> list[str]:
     words = ["--input", str(paths.data_jsonl), "--tokenizer-type", "PretrainedFromHF",
-             "--tokenizer-name-or-path", str(paths.tokenizer or "/path/to/tokenizer"),
+             "--tokenizer-name-or-path", str(paths.tokenizer) if paths.tokenizer else '"$TOKENIZER_PATH"',
              "--output-prefix", str(paths.data_prefix), "--workers", str(section.preprocess_workers),
              "--log-interval", "1000"]
     if stage == "cpt":
@@ -480,7 +503,9 @@ def _script(paths: Paths, program: str, words: list[str], purpose: str) -> str:
         "#!/usr/bin/env bash",
         f"# trex: {purpose}",
         "set -euo pipefail",
-        f"cd {shlex.quote(str(paths.mindspeed_llm or '/path/to/MindSpeed-LLM'))}",
+        _path_line("MINDSPEED_LLM_DIR", paths.mindspeed_llm, "the MindSpeed-LLM checkout ([mindspeed] mindspeed_llm_dir)"),
+        *([] if paths.tokenizer else [_path_line("TOKENIZER_PATH", None, "the tokenizer folder of the model")]),
+        'cd "$MINDSPEED_LLM_DIR"',
         f"{program} \\",
         _bash_words(words),
         "",
