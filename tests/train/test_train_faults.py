@@ -170,7 +170,8 @@ def test_a_layout_that_does_not_fit_nproc_is_one_line_before_any_rank_starts_and
     stage = root / "train" / "cpt"
     for extra, expected in (
         (("--nproc", "3", "--set", "train.parallel.tp=2"),
-         "[train.parallel] pp x tp x dp_replicate = 2 does not divide the 3 ranks; change the layout or --nproc"),
+         "[train.parallel] pp x dp_replicate x cp x tp = 1 x 1 x 1 x 2 = 2 does not divide the 3 ranks; change "
+         "the layout or --nproc"),
         (("--nproc", "3"),  # TINY_FP32's global batch of 4 rows over 3 data-parallel ranks
          "[train.cpt] with --nproc 3: global_batch_size 4 must be a multiple of micro_batch_size 1 x "
          "data-parallel ranks 3"),

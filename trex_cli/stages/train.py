@@ -60,12 +60,13 @@ class TrainStage(Stage):
         job.show_progress = show_progress
         if self.nproc > 1 and not under_torchrun():
             from trex_cli.train.data import check_batch_sizes
-            from trex_cli.train.distributed import Layout
             from trex_cli.train.launch import stage_folder_of
+            from trex_cli.train.parallel_dims import ParallelDims
 
             # the ranks would each find a wrong layout and bury it in their tracebacks: check it here, once
-            layout = Layout.resolve(job.train.parallel, self.nproc)
-            check_batch_sizes(job.schedule.global_batch_size, job.schedule.micro_batch_size, layout.dp,
+            dims = ParallelDims.from_section(job.train.parallel, self.nproc)
+            dims.check_engine_supports()
+            check_batch_sizes(job.schedule.global_batch_size, job.schedule.micro_batch_size, dims.dp,
                               f"[train.{self.stage}] with --nproc {self.nproc}")
             if stage_folder_of(job, force).prepare() is StageState.DONE:
                 return None

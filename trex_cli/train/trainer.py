@@ -455,7 +455,7 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
                 validation_started = time.perf_counter()
                 values = engine.evaluate(validation.validation_batches(
                     schedule.global_batch_size, schedule.micro_batch_size, distributed.dp_rank,
-                    distributed.layout.dp, train.eval_steps,
+                    distributed.dims.dp, train.eval_steps,
                 ))
                 metrics.log_validation({"step": step + 1, **values, "seconds": time.perf_counter() - validation_started})
             if (step + 1) % train.save_every == 0 or step + 1 == schedule.max_steps:
