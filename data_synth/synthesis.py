@@ -29,6 +29,7 @@ import logging
 import os
 import random
 import signal
+import sys
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -233,7 +234,7 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
         # the pool's terminate() sends SIGTERM: exit through Python so the exit finalizers run (they close
         # the sandbox server and release the semaphore Pyomo makes at import, which the tracker would
         # otherwise report as leaked)
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        signal.signal(signal.SIGTERM, _exit_on_terminate)
     logging.getLogger("pyomo").setLevel(logging.CRITICAL)  # failures are recorded as reject details
     sys.stdout.flush()
     saved = os.dup(1)
@@ -256,6 +257,16 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
 
         Finalize(_WorkerState, close_worker, exitpriority=10)
     _WorkerState.families = {split: split_families(config, split) for split in SPLIT_NAMES}
+
+
+def _exit_on_terminate(*_) -> None:
+    """A pool worker's SIGTERM: exit through Python so the finalizers run, but never hang the pool's join:
+    the signal may land while the worker holds a lock a finalizer needs, so a watchdog ends the process
+    after a few seconds whatever the finalizers do."""
+    watchdog = threading.Timer(10.0, os._exit, args=(1,))
+    watchdog.daemon = True
+    watchdog.start()
+    sys.exit(1)
 
 
 def close_worker() -> None:
