@@ -32,22 +32,6 @@ INSTANCES = [
 OPTIMA = [27.0, 12.0]
 
 
-def simple_program(objective_expression: str, sense: str = "maximize", integer: bool = False, extra: str = "") -> str:
-    """A tiny Pyomo program whose objective is `objective_expression` over x in [0, 10] (and y in [0, 3])."""
-    domain = "pyo.NonNegativeIntegers" if integer else "pyo.NonNegativeReals"
-    return f'''
-import pyomo.environ as pyo
-model = pyo.ConcreteModel()
-model.x = pyo.Var(domain={domain}, bounds=(0, 10))
-model.y = pyo.Var(bounds=(0, 3))
-model.objective = pyo.Objective(expr={objective_expression}, sense=pyo.{sense})
-model.limit = pyo.Constraint(expr=model.x + model.y <= 4.5)
-{extra}
-pyo.SolverFactory("highs").solve(model)
-print("Objective:", pyo.value(model.objective))
-'''
-
-
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -10,7 +10,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from eval_fixtures import en_question_rows, simple_program, write_jsonl
+from eval_fixtures import en_question_rows, write_jsonl
+from shared_programs import simple_program
 
 from trex_cli.evaluate import EvalConfig, run_eval
 from trex_cli.evaluate.generators import GenerationError

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from eval_fixtures import SILENT_PROGRAM, bench4opt_fixture, en_question_rows, simple_program, write_jsonl
+from eval_fixtures import SILENT_PROGRAM, bench4opt_fixture, en_question_rows, write_jsonl
+from shared_programs import simple_program
 from typer.testing import CliRunner
 
 from trex_cli.app import app

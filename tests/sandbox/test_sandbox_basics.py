@@ -7,7 +7,8 @@ import json
 import time
 
 import pytest
-from sandbox_programs import processes_with, simple_program
+from sandbox_programs import processes_with
+from shared_programs import simple_program
 
 from trex_sandbox import Sandbox, SandboxSettings
 

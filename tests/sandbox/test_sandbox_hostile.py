@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_programs import processes_with, simple_program
+from sandbox_programs import processes_with
+from shared_programs import simple_program
 
 from trex_cli.evaluate.benchmarks import BenchmarkItem
 from trex_cli.evaluate.generators import Completion
