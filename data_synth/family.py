@@ -25,6 +25,14 @@ A family describes one kind of OR problem (production mix, transportation, ...).
   sentences, with disjoint training and eval wordings; the pipeline re-dresses every rendered statement
   with a statement skeleton (`data_synth.statements`), so `render_statement` states the facts once.
 - optionally `make_infeasible(data, rng)`: a deliberately infeasible variant of an instance.
+- structure variants: `sample` may draw, per instance, optional constraint groups, an objective variant,
+  integrality or bounds, recorded in the instance itself (a key that is present or absent, or a
+  `"objective"`-style choice). A family with variants overrides `model_code_for(data)` (the Pyomo source
+  of exactly that instance's model), and where the variant changes them `domains_for(data)` and
+  `problem_type_for(data)`; `build_highspy`, `constraint_rows`, `objective_value`, `render_statement` and
+  `formulation` follow the same keys. `variant_of(data)` names the variant (records carry it);
+  `python -m data_synth.stats --programs` counts the distinct program skeletons per family (the issue asks
+  for >= 4).
 - optionally `industrial = True` when `sample` also makes "industrial" instances, of at least 1,000
   variables (`size_for(..., industrial=N)`; `pick_names` extends a scenario's names past its list).
 """
@@ -116,6 +124,22 @@ class ProblemFamily(abc.ABC):
     @abc.abstractmethod
     def formulation(self, data: dict) -> str:
         """See the module docstring."""
+
+    def model_code_for(self, data: dict) -> str:
+        """The Pyomo source of `data`'s model (override when the family has structure variants)."""
+        return self.model_code
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        """The domain of every variable of `model_code_for(data)` (override when a variant changes one)."""
+        return self.domains
+
+    def problem_type_for(self, data: dict) -> str:
+        """"LP", "MILP", "IP" or "QP" for this instance (override when a variant changes integrality)."""
+        return self.problem_type
+
+    def variant_of(self, data: dict) -> str:
+        """A short name of the instance's structure variant (override with the choices `sample` made)."""
+        return "base"
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         """A deliberately infeasible variant of `data`, or None when the family has none."""

@@ -99,15 +99,17 @@ def plain_sets(model_code: str) -> str | None:
     return re.sub(r"\bmodel\.(" + "|".join(map(re.escape, sets)) + r")\b", lambda m: sets[m.group(1)], code)
 
 
-def program_styles(family: ProblemFamily) -> list[ProgramStyle]:
-    """Every style the family's model can be written in (the plain style needs `pyo.Set`s to drop)."""
-    set_styles = ["indexed", "plain"] if plain_sets(family.model_code) is not None else ["indexed"]
+def program_styles(family: ProblemFamily, data: dict | None = None) -> list[ProgramStyle]:
+    """Every style the family's model (of `data`, when its variants differ) can be written in (the plain
+    style needs `pyo.Set`s to drop)."""
+    code = family.model_code if data is None else family.model_code_for(data)
+    set_styles = ["indexed", "plain"] if plain_sets(code) is not None else ["indexed"]
     return [ProgramStyle(sets, builder, footer) for sets in set_styles for builder in ("module", "function")
             for footer in _FOOTERS]
 
 
-def _model_body(family: ProblemFamily, style: ProgramStyle) -> str:
-    code = family.model_code.strip() + "\n"
+def _model_body(family: ProblemFamily, data: dict, style: ProgramStyle) -> str:
+    code = family.model_code_for(data).strip() + "\n"
     if style.sets == "plain":
         plain = plain_sets(code)
         if plain is None:
@@ -124,10 +126,11 @@ def _model_body(family: ProblemFamily, style: ProgramStyle) -> str:
     return code.strip()
 
 
-def solver_name(family: ProblemFamily) -> str:
+def solver_name(family: ProblemFamily, data: dict | None = None) -> str:
     """Pyomo's appsi HiGHS interface for linear models (the faster one); its newer "highs" interface for
     quadratic objectives, which appsi refuses."""
-    return "highs" if family.problem_type == "QP" else "appsi_highs"
+    problem_type = family.problem_type if data is None else family.problem_type_for(data)
+    return "highs" if problem_type == "QP" else "appsi_highs"
 
 
 def render_program(family: ProblemFamily, data: dict, representation: str,
@@ -140,8 +143,8 @@ def render_program(family: ProblemFamily, data: dict, representation: str,
     else:
         literal = pprint.pformat(data, width=100, sort_dicts=False)
         head = f"import pyomo.environ as pyo\n\ndata = {literal}\n"
-    footer = _FOOTERS[style.footer].format(solver=solver_name(family))
-    return f"{head}\n{_model_body(family, style)}\n{footer}"
+    footer = _FOOTERS[style.footer].format(solver=solver_name(family, data))
+    return f"{head}\n{_model_body(family, data, style)}\n{footer}"
 
 
 def program_data(data: dict, representation: str) -> dict | None:
@@ -193,7 +196,7 @@ def cpt_document(record: dict, family: ProblemFamily, scenario: Scenario, soluti
         parts.append(f"HiGHS proves the instance optimal with objective value {fmt(record['objective'])} "
                      f"({'maximized' if family.sense == 'max' else 'minimized'}).")
         parts += ["", family.describe_solution(record["parameters"], solution_x or {}, scenario)]
-        if family.problem_type == "LP" and (row_duals or reduced_costs):
+        if family.problem_type_for(record["parameters"]) == "LP" and (row_duals or reduced_costs):
             parts += ["", "### Sensitivity (LP duals)", "",
                       "A constraint's dual value is the change of the optimal objective per unit of its "
                       "right-hand side; a variable's reduced cost is how much its objective coefficient "

@@ -4,7 +4,9 @@ Without a folder it prints, per family and split, how many statement skeletons t
 (`data_synth.statements.skeleton_count`, the smallest over the representations). With a synth folder it
 also counts the distinct skeletons its records actually use, measured on the statements themselves with
 numbers and entity names masked (`masked_skeleton`), and prints the eval/train 13-gram overlap the
-synthesis recorded in `summary.json`.
+synthesis recorded in `summary.json`. With `--programs` it prints, per family, the distinct program
+skeletons (the model source `model_code_for` gives, which reads its numbers from `data`) over a fixed
+sample of instances of every difficulty and scenario, and over the folder's records when one is given.
 """
 
 from __future__ import annotations
@@ -50,6 +52,62 @@ def observed_counts(folder: Path) -> dict[str, dict[str, int]]:
             for name, by_split in sorted(seen.items())}
 
 
+def program_skeleton_counts(per_difficulty: int = 24, seed: int = 0) -> dict[str, int]:
+    """family -> distinct `model_code_for` texts over `per_difficulty` instances of each standard
+    difficulty (scenarios drawn in turn), sampled with a fixed seed."""
+    import random
+
+    from data_synth.families import all_families
+    from data_synth.family import DIFFICULTIES
+
+    counts = {}
+    for name, family in all_families().items():
+        codes = set()
+        for difficulty in DIFFICULTIES:
+            for k in range(per_difficulty):
+                rng = random.Random(f"trex-stats:{seed}:{name}:{difficulty}:{k}")
+                scenario = family.scenarios[k % len(family.scenarios)]
+                codes.add(family.model_code_for(family.sample(rng, difficulty, scenario)))
+        counts[name] = len(codes)
+    return counts
+
+
+def observed_program_counts(folder: Path) -> dict[str, int]:
+    """family -> distinct program skeletons among the folder's records (both splits)."""
+    from data_synth.families import all_families
+
+    families = all_families()
+    seen: dict[str, set[str]] = defaultdict(set)
+    for sub in _SPLIT_FOLDERS.values():
+        for path in sorted((folder / sub).glob("shard-*.jsonl")):
+            for number, line in enumerate(path.read_text().splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    family = families[record["family"]]
+                    seen[record["family"]].add(family.model_code_for(record["parameters"]))
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise ValueError(f"{path}:{number}: not a synth problem record of a known family "
+                                     f"({type(error).__name__}: {error})") from None
+    return {name: len(codes) for name, codes in sorted(seen.items())}
+
+
+def programs_report(folder: Path | None = None) -> str:
+    sampled = program_skeleton_counts()
+    observed = observed_program_counts(folder) if folder is not None else {}
+    header = f"{'family':34} {'sampled programs':>16}" + (f" {'observed programs':>17}" if folder else "")
+    lines = [header]
+    for name, count in sampled.items():
+        line = f"{name:34} {count:>16}"
+        if folder is not None:
+            line += f" {observed.get(name, 0):>17}"
+        lines.append(line)
+    fewest = min(sampled.values()) if sampled else 0
+    lines.append(f"{len(sampled)} families; fewest program skeletons in a family: {fewest}")
+    return "\n".join(lines)
+
+
 def report(folder: Path | None = None) -> str:
     declared = declared_counts()
     observed = observed_counts(folder) if folder is not None else {}
@@ -76,9 +134,11 @@ def report(folder: Path | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m data_synth.stats", description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", type=Path, help="a synth folder (what `trex synth` wrote)")
+    parser.add_argument("--programs", action="store_true",
+                        help="count program skeletons (structure variants) per family instead of statements")
     args = parser.parse_args(argv)
     try:
-        print(report(args.folder))
+        print(programs_report(args.folder) if args.programs else report(args.folder))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

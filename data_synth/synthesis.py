@@ -123,9 +123,10 @@ def family_difficulties(family: ProblemFamily) -> tuple[str, ...]:
     return ALL_DIFFICULTIES if family.industrial else DIFFICULTIES
 
 
-def family_styles(config: SynthConfig, family: ProblemFamily) -> list[ProgramStyle]:
-    """The program styles a family's answers are written in under `config`."""
-    styles = program_styles(family)
+def family_styles(config: SynthConfig, family: ProblemFamily, data: dict | None = None) -> list[ProgramStyle]:
+    """The program styles a family's answers (for `data`'s variant, when given) are written in under
+    `config`."""
+    styles = program_styles(family, data)
     return [style for style in styles if style.key in config.program_styles] if config.program_styles else styles
 
 
@@ -183,7 +184,8 @@ def make_candidate(config: SynthConfig, split: str, index: int,
     answer_style = _weighted(rng, config.answer_styles, ANSWER_STYLES)
     skeleton = draw_skeleton(rng, split)
     distractor_seed = rng.getrandbits(32)
-    program_style = rng.choice(family_styles(config, family))
+    # a variant without the configured styles (no pyo.Set to drop, say) is written in any style it has
+    program_style = rng.choice(family_styles(config, family, data) or program_styles(family, data))
     return Candidate(split, index, config.seed, family, difficulty, scenario, data, infeasible,
                      representation, answer_style, skeleton, distractor_seed, program_style)
 
@@ -327,8 +329,9 @@ def process_candidate(task: tuple[str, int]) -> dict:
         "id": candidate.id,
         "split": split,
         "family": family.name,
-        "problem_type": family.problem_type,
+        "problem_type": family.problem_type_for(data),
         "sense": family.sense,
+        "variant": family.variant_of(data),
         "difficulty": candidate.difficulty,
         "scenario": candidate.scenario.key,
         "skeleton": candidate.skeleton.key,

@@ -100,10 +100,10 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
     namespace = {"pyo": pyo, "data": copy.deepcopy(data)}
     started = time.perf_counter()
     try:
-        exec(compile(family.model_code, f"<{family.name}.model_code>", "exec"), namespace)
+        exec(compile(family.model_code_for(data), f"<{family.name}.model_code>", "exec"), namespace)
         model = namespace["model"]
         built = time.perf_counter()
-        solver = pyo.SolverFactory(solver_name(family))
+        solver = pyo.SolverFactory(solver_name(family, data))
         solver.options["mip_rel_gap"] = 1e-9
         solver.options["time_limit"] = float(time_limit)
         # one HiGHS thread per worker process: the pipeline parallelizes over problems, and HiGHS sizes
@@ -154,8 +154,9 @@ def check_solution(family: ProblemFamily, data: dict, x: dict, objective: float)
                if value is None]
     if missing:
         return Check("solution_feasible", False, f"variables without a value: {', '.join(missing[:5])}")
+    domains = family.domains_for(data)
     for name, values in x.items():
-        domain = family.domains.get(name)
+        domain = domains.get(name)
         if domain is None:
             return Check("solution_feasible", False, f"variable {name!r} has no entry in {family.name}.domains")
         for index, value in values.items():
