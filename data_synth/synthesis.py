@@ -220,6 +220,7 @@ class _WorkerState:
     config: SynthConfig | None = None
     sandbox = None
     families: dict[str, list[ProblemFamily]] = {}
+    terminating = False  # set by the SIGTERM handler (see _quiet_while_terminating)
 
 
 def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
@@ -237,6 +238,7 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
         # the sandbox server and release the semaphore Pyomo makes at import, which the tracker would
         # otherwise report as leaked)
         signal.signal(signal.SIGTERM, _exit_on_terminate)
+        threading.excepthook = _quiet_while_terminating
     logging.getLogger("pyomo").setLevel(logging.CRITICAL)  # failures are recorded as reject details
     sys.stdout.flush()
     saved = os.dup(1)
@@ -265,10 +267,20 @@ def _exit_on_terminate(*_) -> None:
     """A pool worker's SIGTERM: exit through Python so the finalizers run, but never hang the pool's join:
     the signal may land while the worker holds a lock a finalizer needs, so a watchdog ends the process
     after a few seconds whatever the finalizers do."""
+    _WorkerState.terminating = True
     watchdog = threading.Timer(10.0, os._exit, args=(1,))
     watchdog.daemon = True
     watchdog.start()
     sys.exit(1)
+
+
+def _quiet_while_terminating(args) -> None:
+    """A pool worker's thread exceptions, except while it is being terminated: then a helper thread of the
+    solve it was in (Pyomo's output tee reads a pipe the exit closes) may fail with a closed descriptor,
+    which is not an error of the run and must not reach the user's console."""
+    if getattr(_WorkerState, "terminating", False):
+        return
+    threading.__excepthook__(args)
 
 
 def close_worker() -> None:

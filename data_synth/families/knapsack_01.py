@@ -1,5 +1,9 @@
 """0-1 knapsack (IP): choose which items to take (each at most once) to maximize their total value
-within a weight capacity and a limit on the number of items; some items may be mandatory."""
+within a weight capacity; some items may be mandatory.
+
+Structure variants (drawn per instance, recorded by the keys present): a limit on the number of items
+(`max_items`) and pairs of items that exclude each other (`conflicts`), each present or absent, so the
+program has four skeletons."""
 
 from __future__ import annotations
 
@@ -67,7 +71,8 @@ class Knapsack01(ProblemFamily):
         "weight": "weight of each item, keyed by item",
         "value": "value of each item, keyed by item",
         "capacity": "most total weight that can be taken",
-        "max_items": "most items that can be taken",
+        "max_items": "most items that can be taken (only when there is such a limit)",
+        "conflicts": "pairs of items that cannot both be taken (only when there are such pairs)",
         "required": "items that must be taken (may be empty)",
     }
     model_code = '''\
@@ -80,6 +85,38 @@ model.capacity = pyo.Constraint(expr=sum(data["weight"][i] * model.take[i] for i
 model.max_items = pyo.Constraint(expr=sum(model.take[i] for i in model.I) <= data["max_items"])
 model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.take[i] == 1)
 '''
+    # the pieces of `model_code_for`: the head and tail always, each optional group when its key is present
+    _HEAD = '''\
+model = pyo.ConcreteModel()
+model.I = pyo.Set(initialize=data["items"])
+model.take = pyo.Var(model.I, domain=pyo.Binary)
+
+model.obj = pyo.Objective(expr=sum(data["value"][i] * model.take[i] for i in model.I), sense=pyo.maximize)
+model.capacity = pyo.Constraint(expr=sum(data["weight"][i] * model.take[i] for i in model.I) <= data["capacity"])
+'''
+    _MAX_ITEMS = '''\
+model.max_items = pyo.Constraint(expr=sum(model.take[i] for i in model.I) <= data["max_items"])
+'''
+    _CONFLICTS = '''\
+model.P = pyo.RangeSet(0, len(data["conflicts"]) - 1)
+model.conflicts = pyo.Constraint(
+    model.P, rule=lambda model, p: model.take[data["conflicts"][p][0]] + model.take[data["conflicts"][p][1]] <= 1)
+'''
+    _TAIL = '''\
+model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.take[i] == 1)
+'''
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._HEAD
+        if "max_items" in data:
+            code += self._MAX_ITEMS
+        if "conflicts" in data:
+            code += self._CONFLICTS
+        return code + self._TAIL
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("max_items", "conflicts") if name in data]
+        return "+".join(parts) or "capacity-only"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -93,8 +130,18 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.ta
         max_items = max(2, round(n_items * rng.uniform(0.2, 0.45)))
         lightest = sorted(items, key=lambda i: weight[i])
         required = [i for i in lightest[:1] if rng.random() < 0.3]  # sometimes one item is mandatory
-        return {"items": items, "weight": weight, "value": value, "capacity": capacity,
-                "max_items": max_items, "required": required}
+        data = {"items": items, "weight": weight, "value": value, "capacity": capacity, "required": required}
+        if rng.random() < 0.5:
+            data["max_items"] = max_items
+        if rng.random() < 0.5:
+            # pairs that exclude each other, never involving a mandatory item (so the instance stays feasible)
+            free = [i for i in items if i not in required]
+            pairs = set()
+            while len(pairs) < max(1, n_items // 5):
+                a, b = rng.sample(free, 2)
+                pairs.add((a, b) if a < b else (b, a))
+            data["conflicts"] = [list(pair) for pair in sorted(pairs)]
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # mandatory items that together weigh more than the capacity
@@ -106,7 +153,12 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.ta
             if total > data["capacity"]:
                 break
         data["required"] = required
-        data["max_items"] = max(data["max_items"], len(required))
+        if "max_items" in data:
+            data["max_items"] = max(data["max_items"], len(required))
+        if "conflicts" in data:  # mandatory items must not exclude each other: keep the weight the cause
+            data["conflicts"] = [pair for pair in data["conflicts"] if not set(pair) & set(required)]
+            if not data["conflicts"]:
+                del data["conflicts"]
         return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
@@ -115,12 +167,18 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.ta
                                      integer=True) for i in data["items"]}
         matrix.add_row({columns[i]: data["weight"][i] for i in data["items"]}, upper=data["capacity"],
                        name="capacity")
-        matrix.add_row({columns[i]: 1.0 for i in data["items"]}, upper=data["max_items"], name="max_items")
+        if "max_items" in data:
+            matrix.add_row({columns[i]: 1.0 for i in data["items"]}, upper=data["max_items"], name="max_items")
+        for a, b in data.get("conflicts", ()):
+            matrix.add_row({columns[a]: 1.0, columns[b]: 1.0}, upper=1.0, name=f"conflict[{a},{b}]")
 
     def constraint_rows(self, data: dict, x: dict):
         take = x["take"]
         yield Row("capacity", sum(data["weight"][i] * take[i] for i in data["items"]), "<=", data["capacity"])
-        yield Row("max_items", sum(take[i] for i in data["items"]), "<=", data["max_items"])
+        if "max_items" in data:
+            yield Row("max_items", sum(take[i] for i in data["items"]), "<=", data["max_items"])
+        for a, b in data.get("conflicts", ()):
+            yield Row(f"conflict[{a},{b}]", take[a] + take[b], "<=", 1)
         for i in data["required"]:
             yield Row(f"required[{i}]", take[i], "==", 1)
 
@@ -130,8 +188,9 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.ta
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
         chosen = [i for i in data["items"] if x["take"][i] > 0.5]
         weight = sum(data["weight"][i] for i in chosen)
+        limit = f" of at most {fmt(data['max_items'])}" if "max_items" in data else ""
         return (f"- take {join_names(chosen)}\n- total weight {fmt(weight)} of {fmt(data['capacity'])} "
-                f"{scenario.words['weight_unit']}; {len(chosen)} of at most {fmt(data['max_items'])} items")
+                f"{scenario.words['weight_unit']}; {len(chosen)}{limit} items")
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -145,8 +204,12 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.ta
             "expedition": f"{words['company'].capitalize()} must decide what goes into {words['container']} "
                           f"from {len(items)} {words['count_word']}.",
         }[scenario.key]
-        limits = (f"The total weight may not exceed {fmt(data['capacity'])} {unit}, and at most "
-                  f"{fmt(data['max_items'])} {words['count_word']} fit.")
+        limits = f"The total weight may not exceed {fmt(data['capacity'])} {unit}."
+        if "max_items" in data:
+            limits += f" At most {fmt(data['max_items'])} {words['count_word']} fit."
+        if "conflicts" in data:
+            pairs = "; ".join(f"{a} and {b}" for a, b in data["conflicts"])
+            limits += f" These pairs exclude each other (at most one of each pair may be chosen): {pairs}."
         if data["required"]:
             limits += f" {join_names(data['required'])} must be included."
         question = (f"Each item is taken whole or not at all. Which {words['count_word']} should be chosen to "
@@ -164,15 +227,22 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.ta
         raise ValueError(f"unknown representation {representation!r}")
 
     def formulation(self, data: dict) -> str:
+        sets = "items $I$, mandatory items $M \\subseteq I$"
+        parameters = "weight $w_i$, value $v_i$, capacity $W$"
+        rows = ["\\text{s.t.}\\ & \\sum_{i \\in I} w_i x_i \\le W"]
+        if "max_items" in data:
+            parameters += ", item limit $K$"
+            rows.append("& \\sum_{i \\in I} x_i \\le K")
+        if "conflicts" in data:
+            sets += ", conflicting pairs $C \\subseteq I \\times I$"
+            rows.append("& x_i + x_j \\le 1 && \\forall (i, j) \\in C")
+        rows += ["& x_i = 1 && \\forall i \\in M", "& x_i \\in \\{0, 1\\} && \\forall i \\in I"]
         return (
-            "**Sets**: items $I$, mandatory items $M \\subseteq I$.\n\n"
-            "**Parameters**: weight $w_i$, value $v_i$, capacity $W$, item limit $K$.\n\n"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
             "**Variables**: $x_i \\in \\{0, 1\\}$, 1 when item $i$ is taken.\n\n"
             "$$\n\\begin{aligned}\n\\max\\ & \\sum_{i \\in I} v_i x_i \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{i \\in I} w_i x_i \\le W \\\\\n"
-            "& \\sum_{i \\in I} x_i \\le K \\\\\n"
-            "& x_i = 1 && \\forall i \\in M \\\\\n"
-            "& x_i \\in \\{0, 1\\} && \\forall i \\in I\n\\end{aligned}\n$$"
+            + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 
