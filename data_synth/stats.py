@@ -23,6 +23,23 @@ from data_synth.statements import SPLIT_NAMES, entity_names, masked_skeleton, sk
 _SPLIT_FOLDERS = {"train": "problems", "eval": "eval/problems"}
 
 
+def _each_record(folder: Path, read):
+    """(split, record, read(record)) for every problem record of a synth folder; a line that is not a
+    record `read` can use is an error naming its file and line."""
+    for split, sub in _SPLIT_FOLDERS.items():
+        for path in sorted((folder / sub).glob("shard-*.jsonl")):
+            for number, line in enumerate(path.read_text().splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    value = read(record)
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise ValueError(f"{path}:{number}: not a synth problem record of a known family "
+                                     f"({type(error).__name__}: {error})") from None
+                yield split, record, value
+
+
 def declared_counts() -> dict[str, dict[str, int]]:
     """family -> split -> the fewest skeletons any representation of it has."""
     from data_synth.families import all_families
@@ -37,17 +54,9 @@ def observed_counts(folder: Path) -> dict[str, dict[str, int]]:
     if not (folder / "problems").is_dir():
         raise ValueError(f"{folder} is not a synth folder (no problems/); give the folder `trex synth` wrote")
     seen: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for split, sub in _SPLIT_FOLDERS.items():
-        for path in sorted((folder / sub).glob("shard-*.jsonl")):
-            for number, line in enumerate(path.read_text().splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    text = masked_skeleton(record["statement"], entity_names(record["parameters"]))
-                except (json.JSONDecodeError, KeyError, TypeError) as error:
-                    raise ValueError(f"{path}:{number}: not a synth problem record ({error})") from None
-                seen[record["family"]][split].add(text)
+    for split, record, text in _each_record(
+            folder, lambda record: masked_skeleton(record["statement"], entity_names(record["parameters"]))):
+        seen[record["family"]][split].add(text)
     return {name: {split: len(by_split.get(split, ())) for split in SPLIT_NAMES}
             for name, by_split in sorted(seen.items())}
 
@@ -78,18 +87,9 @@ def observed_program_counts(folder: Path) -> dict[str, int]:
 
     families = all_families()
     seen: dict[str, set[str]] = defaultdict(set)
-    for sub in _SPLIT_FOLDERS.values():
-        for path in sorted((folder / sub).glob("shard-*.jsonl")):
-            for number, line in enumerate(path.read_text().splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    family = families[record["family"]]
-                    seen[record["family"]].add(family.model_code_for(record["parameters"]))
-                except (json.JSONDecodeError, KeyError, TypeError) as error:
-                    raise ValueError(f"{path}:{number}: not a synth problem record of a known family "
-                                     f"({type(error).__name__}: {error})") from None
+    for _, record, code in _each_record(
+            folder, lambda record: families[record["family"]].model_code_for(record["parameters"])):
+        seen[record["family"]].add(code)
     return {name: len(codes) for name, codes in sorted(seen.items())}
 
 

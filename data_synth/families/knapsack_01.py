@@ -75,16 +75,6 @@ class Knapsack01(ProblemFamily):
         "conflicts": "pairs of items that cannot both be taken (only when there are such pairs)",
         "required": "items that must be taken (may be empty)",
     }
-    model_code = '''\
-model = pyo.ConcreteModel()
-model.I = pyo.Set(initialize=data["items"])
-model.take = pyo.Var(model.I, domain=pyo.Binary)
-
-model.obj = pyo.Objective(expr=sum(data["value"][i] * model.take[i] for i in model.I), sense=pyo.maximize)
-model.capacity = pyo.Constraint(expr=sum(data["weight"][i] * model.take[i] for i in model.I) <= data["capacity"])
-model.max_items = pyo.Constraint(expr=sum(model.take[i] for i in model.I) <= data["max_items"])
-model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.take[i] == 1)
-'''
     # the pieces of `model_code_for`: the head and tail always, each optional group when its key is present
     _HEAD = '''\
 model = pyo.ConcreteModel()
@@ -105,6 +95,8 @@ model.conflicts = pyo.Constraint(
     _TAIL = '''\
 model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.take[i] == 1)
 '''
+
+    model_code = _HEAD + _MAX_ITEMS + _TAIL  # the family's model with the item limit, without exclusions
 
     def model_code_for(self, data: dict) -> str:
         code = self._HEAD
