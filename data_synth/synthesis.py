@@ -315,7 +315,8 @@ def process_candidate(task: tuple[str, int]) -> dict:
         verification = verify_instance(
             family, data, program, program_data(data, candidate.representation), _WorkerState.sandbox,
             expect_infeasible=candidate.infeasible, program_timeout=config.program_timeout,
-            solver_time_limit=config.solver_time_limit)
+            solver_time_limit=config.solver_time_limit, statement=statement,
+            representation=candidate.representation)
     except Exception as error:  # e.g. the sandbox server died twice: count it, keep going
         return {"index": index, "seconds": {"total": time.perf_counter() - started},
                 "reject": {**reject_base, "reason": "verify_error", "detail": f"{type(error).__name__}: {error}"}}

@@ -4,8 +4,10 @@
    optimality with HiGHS, or, for a deliberately infeasible instance, is infeasible; infeasibility
    is confirmed by the matrix build with a zero objective (so "infeasible or unbounded" cannot pass for
    "infeasible").
-2. `matrix_agrees`: the family's direct highspy build (`build_highspy`, no Pyomo) gives the same status
-   and objective (relative 1e-7).
+2. `matrix_agrees`: the family's direct matrix build (`build_highspy`, no Pyomo) gives the same status
+   and objective (relative 1e-7) with two solver families: HiGHS (highspy) and, for LP and MILP, COIN-OR
+   CBC (the binary PuLP ships), so a HiGHS bug shared by checks 1 and 2 cannot pass. CBC has no QP: a
+   QP instance is checked by HiGHS alone, and the check's detail says so.
 3. `program_agrees`: the rendered program, run by `trex_sandbox` in a fresh folder with its data.json,
    prints the same objective (or `Status: infeasible`) on its last line, and the solve its own solver
    reported (recorded by the sandbox's hooks; the one whose objective it printed) agrees: the recorded
@@ -13,8 +15,13 @@
 4. `solution_feasible`: the Pyomo solution satisfies every constraint of the raw instance (scaled residual
    <= 1e-6), every variable domain (binary, integer, sign), and `objective_value` gives the objective;
    plain Python arithmetic in the family, no solver model.
-5. `quality`: the objective is not trivial (non-zero) and at least one constraint binds. The duplicate
-   statement check needs every record, so the pipeline adds it.
+5. `quality`: the objective is not trivial (non-zero) and at least one constraint binds; for a model
+   with integer variables, a row also counts as binding when its slack is smaller than the step of any
+   integer variable in it (a 0-1 knapsack whose capacity is 3 kg from full, with no item under 4 kg, is
+   tight). The duplicate statement check needs every record, so the pipeline adds it.
+6. `statement_complete` (when the statement is given): the statement a learner reads states the model's
+   data: in "text" and "table" statements every number of the instance appears verbatim (a fraction may
+   be written as a percentage); a "file" statement names every key of data.json the model reads.
 
 `verify_instance` runs them in order and stops at the first failure, whose name is the reject reason.
 """
@@ -24,6 +31,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,24 +134,89 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
     return PyomoOutcome(status=str(condition))
 
 
-def solve_matrix(family: ProblemFamily, data: dict, time_limit: float = 30.0,
-                 seconds: dict | None = None) -> MatrixResult:
-    """Check 2's solve: the family's direct highspy build. `seconds` receives build and solve times."""
-    started = time.perf_counter()
+def build_matrix(family: ProblemFamily, data: dict) -> MatrixModel:
+    """The family's direct matrix build of `data` (no Pyomo)."""
     matrix = MatrixModel(family.sense)
     family.build_highspy(copy.deepcopy(data), matrix)
+    return matrix
+
+
+def solve_matrix(family: ProblemFamily, data: dict, time_limit: float = 30.0,
+                 seconds: dict | None = None, matrix: MatrixModel | None = None) -> MatrixResult:
+    """Check 2's HiGHS solve of the family's direct build (`matrix`, built here when not given).
+    `seconds` receives build and solve times."""
+    started = time.perf_counter()
+    if matrix is None:
+        matrix = build_matrix(family, data)
     built = time.perf_counter()
     result = matrix.solve(time_limit=time_limit)
     if seconds is not None:
         seconds["matrix_build"] = built - started
         seconds["matrix_solve"] = time.perf_counter() - built
-    if result.status == "infeasible_or_unbounded":
-        # with a zero objective nothing is unbounded: what is left is feasibility alone
-        matrix.col_cost = [0.0] * len(matrix.col_cost)
-        matrix.hessian = {}
-        if matrix.solve(time_limit=time_limit).status == "infeasible":
-            return MatrixResult(status="infeasible")
+    if result.status == "infeasible_or_unbounded" and _feasibility_only(matrix).solve(time_limit).status == "infeasible":
+        return MatrixResult(status="infeasible")
     return result
+
+
+def _feasibility_only(matrix: MatrixModel) -> MatrixModel:
+    """The same rows and columns with a zero objective: nothing is unbounded, what is left is feasibility."""
+    plain = copy.copy(matrix)
+    plain.col_cost = [0.0] * len(matrix.col_cost)
+    plain.hessian = {}
+    return plain
+
+
+def _cbc_binary() -> str | None:
+    """The CBC binary PuLP 3 ships in its wheel (None: let PuLP find `cbc` on PATH, e.g. from cbcbox)."""
+    import os
+    import stat
+
+    from pulp.apis import coin_api
+
+    path = getattr(coin_api, "pulp_cbc_path", None)
+    if not path or not os.path.isfile(path):
+        return None
+    if not os.access(path, os.X_OK):
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def solve_matrix_cbc(matrix: MatrixModel, time_limit: float = 30.0) -> MatrixResult:
+    """The same matrix solved by COIN-OR CBC through PuLP: a second solver family for check 2 (LP and
+    MILP; CBC has no quadratic objective). Statuses as `MatrixModel.solve` names them."""
+    import pulp
+
+    if matrix.hessian:
+        raise ValueError("CBC does not solve quadratic objectives")
+    problem = pulp.LpProblem("check2", pulp.LpMinimize if matrix.sense == "min" else pulp.LpMaximize)
+    columns = [
+        problem.add_variable(f"c{j}", None if math.isinf(lower) else lower, None if math.isinf(upper) else upper,
+                             cat=pulp.LpInteger if integer else pulp.LpContinuous)
+        for j, (lower, upper, integer) in enumerate(zip(matrix.col_lower, matrix.col_upper, matrix.col_integer,
+                                                        strict=True))
+    ]
+    problem += pulp.LpAffineExpression([(columns[j], cost) for j, cost in enumerate(matrix.col_cost) if cost])
+    for r, (lower, upper, row) in enumerate(zip(matrix.row_lower, matrix.row_upper, matrix.row_coefficients,
+                                               strict=True)):
+        expression = pulp.LpAffineExpression([(columns[j], value) for j, value in row.items()])
+        if lower == upper:
+            problem += pulp.LpConstraint(expression, pulp.LpConstraintEQ, f"r{r}", lower)
+            continue
+        if not math.isinf(lower):
+            problem += pulp.LpConstraint(expression, pulp.LpConstraintGE, f"r{r}l", lower)
+        if not math.isinf(upper):
+            problem += pulp.LpConstraint(expression, pulp.LpConstraintLE, f"r{r}u", upper)
+    problem.solve(pulp.COIN_CMD(path=_cbc_binary(), msg=False, gapRel=1e-9, gapAbs=1e-9, threads=1,
+                                timeLimit=max(1, int(time_limit))))
+    if problem.sol_status == pulp.LpSolutionOptimal and problem.status == pulp.LpStatusOptimal:
+        value = pulp.value(problem.objective)
+        return MatrixResult(status="optimal", objective=(float(value) if value is not None else 0.0)
+                            + matrix.objective_offset)
+    if problem.status == pulp.LpStatusInfeasible or problem.sol_status == pulp.LpSolutionInfeasible:
+        return MatrixResult(status="infeasible")
+    if problem.status == pulp.LpStatusUnbounded:
+        return MatrixResult(status="unbounded")
+    return MatrixResult(status=f"cbc {pulp.LpStatus[problem.status]} (solution: {problem.sol_status})")
 
 
 # ------------------------------------------------------------------------------------- check 4 and 5
@@ -195,14 +268,86 @@ def _domain_violation(domain: str, value: float) -> str:
     return ""
 
 
-def check_quality(family: ProblemFamily, data: dict, x: dict, objective: float) -> Check:
-    """Check 5 (all but duplicates): a non-zero objective and at least one binding constraint."""
+def check_quality(family: ProblemFamily, data: dict, x: dict, objective: float,
+                  matrix: MatrixModel | None = None, col_values: dict[str, float] | None = None) -> Check:
+    """Check 5 (all but duplicates): a non-zero objective and at least one binding constraint. With the
+    matrix build and its solution, a row of a model with integer variables is binding too when its slack
+    is below the smallest coefficient of an integer column in it (no integer move fits in the slack)."""
     if abs(objective) <= 1e-9:
         return Check("quality", False, "trivial objective (zero)")
     binding = sum(1 for row in family.constraint_rows(data, x) if row.is_binding())
-    if binding == 0:
-        return Check("quality", False, "no constraint is binding")
-    return Check("quality", True, f"objective non-zero; {binding} binding constraints")
+    if binding:
+        return Check("quality", True, f"objective non-zero; {binding} binding constraints")
+    tight = integer_tight_rows(matrix, col_values) if matrix is not None and col_values else []
+    if tight:
+        return Check("quality", True, f"objective non-zero; {len(tight)} rows tight to integer steps "
+                                      f"(e.g. {tight[0]})")
+    return Check("quality", False, "no constraint is binding")
+
+
+def integer_tight_rows(matrix: MatrixModel, col_values: dict[str, float]) -> list[str]:
+    """Rows of `matrix` whose slack at `col_values` is smaller than every integer step that could use it:
+    rows over integer columns only, slack below the smallest |coefficient| in the row."""
+    values = [col_values.get(name, 0.0) for name in matrix.col_names]
+    tight = []
+    for name, lower, upper, row in zip(matrix.row_names, matrix.row_lower, matrix.row_upper,
+                                       matrix.row_coefficients, strict=True):
+        nonzero = {j: a for j, a in row.items() if abs(a) > 1e-12}
+        if not nonzero or not all(matrix.col_integer[j] for j in nonzero):
+            continue
+        activity = sum(a * values[j] for j, a in nonzero.items())
+        slack = min(upper - activity, activity - lower)
+        if slack < min(abs(a) for a in nonzero.values()) - 1e-9:
+            tight.append(name)
+    return tight
+
+
+# ------------------------------------------------------------------------------------------- check 6
+
+_NUMBER_TOKEN = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?%?")
+_DATA_KEY = re.compile(r"""data\[["'](\w+)["']\]""")
+
+
+def instance_numbers(value: Any) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [value]
+    if isinstance(value, dict):
+        return [n for item in value.values() for n in instance_numbers(item)]
+    if isinstance(value, list | tuple):
+        return [n for item in value for n in instance_numbers(item)]
+    return []
+
+
+def statement_gaps(family: ProblemFamily, data: dict, statement: str, representation: str) -> list[str]:
+    """What the statement leaves out of the model: numbers of the instance missing from a "text" or
+    "table" statement; keys of data.json the model reads that a "file" statement does not name."""
+    from data_synth.family import fmt
+
+    if representation == "file":
+        keys = sorted(key for key in set(_DATA_KEY.findall(family.model_code_for(data))) if key in data)
+        return [f"data.json key `{key}`" for key in keys if f"`{key}`" not in statement]
+    found = _NUMBER_TOKEN.findall(statement)
+    tokens = set(found) | {token.rstrip("%") for token in found}
+    missing = []
+    for number in instance_numbers(data):
+        forms = {fmt(number), fmt(abs(number))}
+        if isinstance(number, float) and 0 < abs(number) < 1:
+            forms.add(fmt(round(abs(number) * 100, 6)) + "%")
+        if not forms & tokens and fmt(number) not in missing:
+            missing.append(fmt(number))
+    return [f"the number {number}" for number in missing]
+
+
+def check_statement(family: ProblemFamily, data: dict, statement: str, representation: str) -> Check:
+    """Check 6: the statement states every number (or, for a "file" statement, every data key) of the model."""
+    gaps = statement_gaps(family, data, statement, representation)
+    if gaps:
+        more = f" (and {len(gaps) - 5} more)" if len(gaps) > 5 else ""
+        return Check("statement_complete", False, f"the statement does not state {', '.join(gaps[:5])}{more}")
+    what = "every data key the model reads" if representation == "file" else "every number of the instance"
+    return Check("statement_complete", True, f"the {representation} statement states {what}")
 
 
 # ------------------------------------------------------------------------------------------- check 3
@@ -248,11 +393,16 @@ def check_program(sandbox, program: str, program_data: dict | None, expected: st
 
 def verify_instance(family: ProblemFamily, data: dict, program: str, program_data: dict | None,
                     sandbox, expect_infeasible: bool = False, program_timeout: float = 20.0,
-                    solver_time_limit: float = 30.0) -> Verification:
-    """Run checks 1 to 5 (without duplicates) on one instance; stops at the first failure. `sandbox` is
-    a started `trex_sandbox.Sandbox`."""
+                    solver_time_limit: float = 30.0, statement: str | None = None,
+                    representation: str | None = None) -> Verification:
+    """Run checks 1 to 5 (without duplicates), and 6 when `statement` (written in `representation`) is
+    given, on one instance; stops at the first failure. `sandbox` is a started `trex_sandbox.Sandbox`."""
     result = Verification()
     checks = result.checks
+    if statement is not None:
+        checks.append(check_statement(family, data, statement, representation or "text"))
+        if not checks[-1].passed:
+            return result
 
     pyomo = solve_pyomo(family, data, solver_time_limit, result.seconds)
     expected = "infeasible" if expect_infeasible else "optimal"
@@ -265,7 +415,8 @@ def verify_instance(family: ProblemFamily, data: dict, program: str, program_dat
     result.status, result.objective, result.x = pyomo.status, pyomo.objective, pyomo.x
 
     try:
-        matrix = solve_matrix(family, data, solver_time_limit, result.seconds)
+        built = build_matrix(family, data)
+        matrix = solve_matrix(family, data, solver_time_limit, result.seconds, matrix=built)
     except Exception as error:
         checks.append(Check("pyomo_optimal", True, f"status {pyomo.status}"))
         checks.append(Check("matrix_agrees", False, f"the highspy build failed: {type(error).__name__}: {error}"))
@@ -278,7 +429,6 @@ def verify_instance(family: ProblemFamily, data: dict, program: str, program_dat
                             else f"Pyomo reports infeasible but the matrix build says {matrix.status}"))
         if not checks[-1].passed:
             return result
-        checks.append(Check("matrix_agrees", True, "the highspy build is infeasible too"))
     else:
         checks.append(Check("pyomo_optimal", True, f"optimal, objective {pyomo.objective!r}"))
         if matrix.status != "optimal" or not close(matrix.objective, pyomo.objective, OBJECTIVE_RTOL):
@@ -286,7 +436,9 @@ def verify_instance(family: ProblemFamily, data: dict, program: str, program_dat
                                 f"highspy build: status {matrix.status}, objective {matrix.objective!r}; "
                                 f"Pyomo: {pyomo.objective!r}"))
             return result
-        checks.append(Check("matrix_agrees", True, f"highspy build objective {matrix.objective!r}"))
+    checks.append(check_second_solver(built, expected, pyomo.objective, solver_time_limit, result.seconds))
+    if not checks[-1].passed:
+        return result
 
     checks.append(check_program(sandbox, program, program_data, expected, pyomo.objective, program_timeout,
                                 result.seconds))
@@ -301,9 +453,30 @@ def verify_instance(family: ProblemFamily, data: dict, program: str, program_dat
     try:
         checks.append(check_solution(family, data, pyomo.x, pyomo.objective))
         if checks[-1].passed:
-            checks.append(check_quality(family, data, pyomo.x, pyomo.objective))
+            checks.append(check_quality(family, data, pyomo.x, pyomo.objective, built, matrix.col_values))
     except Exception as error:
         checks.append(Check("solution_feasible", False,
                             f"evaluating the instance's constraints failed: {type(error).__name__}: {error}"))
     result.seconds["checks"] = time.perf_counter() - started
     return result
+
+
+def check_second_solver(matrix: MatrixModel, expected: str, objective: float | None, time_limit: float,
+                   seconds: dict) -> Check:
+    """Check 2's CBC half: the matrix HiGHS agreed on, solved by CBC, must agree too (LP and MILP)."""
+    if matrix.hessian:
+        return Check("matrix_agrees", True, "highspy build agrees (a QP: CBC has no quadratic objective, "
+                                            "so HiGHS is the only solver of this check)")
+    started = time.perf_counter()
+    cbc = solve_matrix_cbc(matrix, time_limit)
+    if expected == "infeasible" and cbc.status not in ("infeasible", "optimal"):
+        cbc = solve_matrix_cbc(_feasibility_only(matrix), time_limit)  # "unbounded" may hide infeasibility
+    seconds["cbc_solve"] = time.perf_counter() - started
+    if expected == "infeasible":
+        return Check("matrix_agrees", cbc.status == "infeasible",
+                     "the highspy build is infeasible with HiGHS and with CBC" if cbc.status == "infeasible"
+                     else f"the highspy build is infeasible with HiGHS but CBC says {cbc.status}")
+    if cbc.status != "optimal" or not close(cbc.objective, objective, OBJECTIVE_RTOL):
+        return Check("matrix_agrees", False, f"HiGHS agrees but CBC on the same build says status {cbc.status}, "
+                                             f"objective {cbc.objective!r}; Pyomo: {objective!r}")
+    return Check("matrix_agrees", True, f"highspy build objective {objective!r} with HiGHS and with CBC")

@@ -54,7 +54,7 @@ def test_outputs_follow_the_folder_format(reference):
                 "verification", "split"}
     for record in records:
         assert required <= set(record) and record["split"] == "train"
-        assert all(check["passed"] for check in record["verification"]) and len(record["verification"]) == 5
+        assert all(check["passed"] for check in record["verification"]) and len(record["verification"]) == 6
         assert (record["data"] is None) == (record["representation"] != "file")
         assert record["status"] in ("optimal", "infeasible")
         assert (record["objective"] is None) == (record["status"] == "infeasible")

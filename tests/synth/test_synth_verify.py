@@ -1,14 +1,25 @@
-"""The five verifications catch what they are for: planted mistakes fail the right check."""
+"""The six verifications catch what they are for: planted mistakes fail the right check."""
 
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from data_synth.families import get_family
+from data_synth.family import MatrixModel, fmt
 from data_synth.render import program_data, render_program
-from data_synth.verify import check_solution, solve_pyomo, verify_instance
+from data_synth.verify import (
+    check_second_solver,
+    check_solution,
+    instance_numbers,
+    integer_tight_rows,
+    solve_matrix_cbc,
+    solve_pyomo,
+    statement_gaps,
+    verify_instance,
+)
 from trex_sandbox import Sandbox, SandboxSettings
 
 
@@ -25,7 +36,7 @@ def production_mix(seed: int = 3):
     return family, family.sample(rng, "medium", scenario)
 
 
-def test_a_correct_instance_passes_all_five_checks(sandbox):
+def test_a_correct_instance_passes_every_check(sandbox):
     family, data = production_mix()
     program = render_program(family, data, "file")
     result = verify_instance(family, data, program, program_data(data, "file"), sandbox)
@@ -102,3 +113,74 @@ def test_check_3_trusts_the_objective_the_programs_solver_reported(sandbox):
     assert "solver reported objective" in result.reject_detail and "check 1 found" in result.reject_detail
     right = verify_instance(family, data, program, None, sandbox)
     assert right.passed and "solver reported optimal (only solve)" in right.checks[2].detail
+
+
+# ---- check 2's second solver (CBC), the integer-aware quality check, check 6 (statement_complete)
+
+def small_milp() -> MatrixModel:
+    """max 5a + 4b + 3c  s.t. 2a + 3b + c <= 5, 4a + b + 2c <= 11, 3a + 4b + 2c <= 8, a, b, c integer
+    in [0, 10]: the optimum is a = 2, b = 0, c = 1, objective 13 (by hand: a = 2 leaves 1 in the first row)."""
+    matrix = MatrixModel("max")
+    a, b, c = (matrix.add_var(name, 0, 10, cost=cost, integer=True) for name, cost in (("a", 5), ("b", 4), ("c", 3)))
+    matrix.add_row({a: 2, b: 3, c: 1}, upper=5)
+    matrix.add_row({a: 4, b: 1, c: 2}, upper=11)
+    matrix.add_row({a: 3, b: 4, c: 2}, upper=8)
+    return matrix
+
+
+def test_cbc_solves_the_matrix_build_independently_of_highs():
+    assert solve_matrix_cbc(small_milp()).status == "optimal"
+    assert solve_matrix_cbc(small_milp()).objective == pytest.approx(13.0, abs=1e-9)
+    assert small_milp().solve().objective == pytest.approx(13.0, abs=1e-9)
+    infeasible = small_milp()
+    infeasible.add_row({infeasible.col("a"): 1}, lower=3)  # 2a <= 5 leaves a <= 2
+    assert solve_matrix_cbc(infeasible).status == "infeasible"
+
+
+def test_check_2_fails_when_cbc_disagrees_with_the_objective_highs_found():
+    matrix = small_milp()
+    assert check_second_solver(matrix, "optimal", 13.0, 30.0, {}).passed
+    wrong = check_second_solver(matrix, "optimal", 14.0, 30.0, {})
+    assert not wrong.passed and "CBC" in wrong.detail
+    assert not check_second_solver(matrix, "infeasible", None, 30.0, {}).passed
+
+
+def test_a_correct_instance_records_both_solvers_and_the_statement_check(sandbox):
+    family, data = production_mix()
+    statement = family.render_statement(data, family.scenarios[0], "text")
+    result = verify_instance(family, data, render_program(family, data, "text"), None, sandbox,
+                             statement=statement, representation="text")
+    assert result.passed, result.checks
+    checks = {check.name: check.detail for check in result.checks}
+    assert list(checks)[0] == "statement_complete"
+    assert "with HiGHS and with CBC" in checks["matrix_agrees"]
+
+
+def test_check_6_rejects_a_statement_that_leaves_out_a_number_or_a_data_key(sandbox):
+    family, data = production_mix()
+    statement = family.render_statement(data, family.scenarios[0], "text")
+    assert statement_gaps(family, data, statement, "text") == []
+    resource = data["resources"][0]
+    capacity = fmt(data["capacity"][resource])
+    dropped = re.sub(r"(?<![\d.])" + re.escape(capacity) + r"(?![\d.])", "plenty", statement)
+    if any(fmt(n) == capacity for n in instance_numbers({k: v for k, v in data.items() if k != "capacity"})):
+        pytest.skip("the capacity also appears elsewhere in the instance")
+    assert statement_gaps(family, data, dropped, "text") == [f"the number {capacity}"]
+    result = verify_instance(family, data, render_program(family, data, "text"), None, sandbox,
+                             statement=dropped, representation="text")
+    assert result.reject_reason == "statement_complete" and capacity in result.reject_detail
+    file_statement = family.render_statement(data, family.scenarios[0], "file")
+    assert statement_gaps(family, data, file_statement, "file") == []
+    assert statement_gaps(family, data, file_statement.replace("`capacity`", "`limits`"), "file") == [
+        "data.json key `capacity`"]
+
+
+def test_quality_counts_a_row_tight_to_the_integer_steps_as_binding():
+    # one integer item of weight 4 in a knapsack of capacity 7: taking it leaves 3, less than any step
+    matrix = MatrixModel("max")
+    item = matrix.add_var("take[a]", 0, 1, cost=2.0, integer=True)
+    matrix.add_row({item: 4}, upper=7, name="capacity")
+    assert integer_tight_rows(matrix, {"take[a]": 1.0}) == ["capacity"]
+    assert integer_tight_rows(matrix, {"take[a]": 0.0}) == []  # slack 7 would fit the item
+    matrix.col_integer[item] = False  # a continuous variable could use the slack
+    assert integer_tight_rows(matrix, {"take[a]": 1.0}) == []

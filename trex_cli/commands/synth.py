@@ -76,7 +76,7 @@ def synth(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the folder is finished.")] = False,
     show_progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar on stderr.")] = True,
 ) -> None:
-    """Synthesize solver-verified OR problems (each checked five ways) with CPT documents, SFT samples and
+    """Synthesize solver-verified OR problems (each checked six ways) with CPT documents, SFT samples and
     a held-out eval split."""
     from trex_cli.recipe import flag_overrides, load_recipe
     from trex_cli.run_layout import RunLayout
