@@ -244,7 +244,8 @@ model.precedence = pyo.Constraint(range(len(data["precedence"])), rule=lambda mo
         if "release" in data:
             late = [j for j in jobs if data["release"][j] > 0]
             arrivals = "; ".join(f"{j} at {fmt(data['release'][j])}" for j in jobs)
-            rules += (f" Not every {job} is ready now: {join_names(late) if late else 'none'} arrive later. Each "
+            rules += (f" Not every {job} is ready now: {join_names(late) if late else 'none'} "
+                      f"{'arrives' if len(late) == 1 else 'arrive'} later. Each "
                       f"{job} can start on the {machines[0]} only from its release time: {arrivals}.")
         if "precedence" in data:
             pairs = "; ".join(f"{a} before {b}" for a, b in data["precedence"])
