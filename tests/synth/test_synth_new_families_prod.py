@@ -15,6 +15,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 # family -> how many variants `sample` draws (the product of its independent choices)
 FAMILY_VARIANTS = {
     "market_share": 8,
+    "revenue_management": 8,
 }
 
 
