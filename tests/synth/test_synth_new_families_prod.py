@@ -16,6 +16,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 FAMILY_VARIANTS = {
     "market_share": 8,
     "revenue_management": 8,
+    "car_selection": 8,
 }
 
 
