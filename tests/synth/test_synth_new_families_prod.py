@@ -17,6 +17,7 @@ FAMILY_VARIANTS = {
     "market_share": 8,
     "revenue_management": 8,
     "car_selection": 8,
+    "contract_allocation": 8,
 }
 
 
