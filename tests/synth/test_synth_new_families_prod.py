@@ -18,6 +18,7 @@ FAMILY_VARIANTS = {
     "revenue_management": 8,
     "car_selection": 8,
     "contract_allocation": 8,
+    "factory_planning": 6,
 }
 
 
