@@ -19,6 +19,7 @@ FAMILY_VARIANTS = {
     "car_selection": 8,
     "contract_allocation": 8,
     "factory_planning": 6,
+    "farm_planning": 8,
 }
 
 
