@@ -20,6 +20,7 @@ FAMILY_VARIANTS = {
     "contract_allocation": 8,
     "factory_planning": 6,
     "farm_planning": 8,
+    "steel_production": 8,
 }
 
 
