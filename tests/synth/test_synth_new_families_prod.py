@@ -21,6 +21,7 @@ FAMILY_VARIANTS = {
     "factory_planning": 6,
     "farm_planning": 8,
     "steel_production": 8,
+    "multi_commodity_flow": 8,
 }
 
 
