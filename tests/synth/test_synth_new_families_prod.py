@@ -22,6 +22,7 @@ FAMILY_VARIANTS = {
     "farm_planning": 8,
     "steel_production": 8,
     "multi_commodity_flow": 8,
+    "supply_chain": 8,
 }
 
 
