@@ -15,6 +15,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 # family -> {variant part: a phrase the text statement has exactly when the variant has that part}
 STATED = {
     "assignment": {"max_tasks": "can take up to", "bottleneck": "largest single"},
+    "bin_packing": {"max_per_bin": "may hold more than", "conflicts": "must travel in different"},
 }
 
 
