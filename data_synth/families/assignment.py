@@ -1,5 +1,10 @@
 """Assignment (IP): give every task to exactly one agent, each agent taking at most one task, at the least
-total cost (some agent-task pairs are not allowed)."""
+total cost (some agent-task pairs are not allowed).
+
+Structure variants (drawn per instance, recorded by the keys present): agents that may take up to
+`max_tasks` tasks instead of one, and a bottleneck objective (`"objective": "bottleneck"`: minimize the
+largest single cost, a MILP with one continuous variable) instead of the total, so the program has four
+skeletons."""
 
 from __future__ import annotations
 
@@ -54,29 +59,71 @@ class Assignment(ProblemFamily):
     scenarios = SCENARIOS
     domains = {"assign": "binary"}
     data_fields = {
-        "agents": "list of agent names (each takes at most one task)",
+        "agents": "list of agent names",
         "tasks": "list of task names (each needs exactly one agent)",
         "cost": "cost[agent][task]: cost of the agent doing the task; a pair that is not listed is not allowed",
+        "max_tasks": "most tasks one agent may take (only when agents may take more than one; otherwise one)",
+        "objective": '"bottleneck" when the largest single cost is minimized (only then; otherwise the total)',
     }
-    model_code = '''\
+    # the pieces of `model_code_for`: the head, one objective, the task rows, one agent limit
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 pairs = [(a, t) for a in data["agents"] for t in data["tasks"] if t in data["cost"][a]]
 model.PAIRS = pyo.Set(initialize=pairs, dimen=2)
 model.assign = pyo.Var(model.PAIRS, domain=pyo.Binary)
 
+'''
+    _TOTAL = '''\
 model.obj = pyo.Objective(
     expr=sum(data["cost"][a][t] * model.assign[a, t] for a, t in model.PAIRS), sense=pyo.minimize
 )
+'''
+    _BOTTLENECK = '''\
+model.worst = pyo.Var(domain=pyo.NonNegativeReals)  # the largest cost of any chosen pair
+model.obj = pyo.Objective(expr=model.worst, sense=pyo.minimize)
+model.worst_bound = pyo.Constraint(
+    model.PAIRS, rule=lambda model, a, t: model.worst >= data["cost"][a][t] * model.assign[a, t]
+)
+'''
+    _TASKS = '''\
 model.one_agent_per_task = pyo.Constraint(
     data["tasks"], rule=lambda model, t: sum(model.assign[a, u] for a, u in model.PAIRS if u == t) == 1
 )
 
+'''
+    _ONE_TASK = '''\
 def one_task_per_agent(model, a):
     options = [model.assign[b, t] for b, t in model.PAIRS if b == a]
     return sum(options) <= 1 if options else pyo.Constraint.Skip  # an agent allowed nothing stays idle
 
 model.one_task_per_agent = pyo.Constraint(data["agents"], rule=one_task_per_agent)
 '''
+    _MAX_TASKS = '''\
+def max_tasks_per_agent(model, a):
+    options = [model.assign[b, t] for b, t in model.PAIRS if b == a]
+    return sum(options) <= data["max_tasks"] if options else pyo.Constraint.Skip  # an agent allowed nothing
+
+model.max_tasks_per_agent = pyo.Constraint(data["agents"], rule=max_tasks_per_agent)
+'''
+    model_code = _HEAD + _TOTAL + _TASKS + _ONE_TASK  # the classic model: one task per agent, total cost
+
+    def model_code_for(self, data: dict) -> str:
+        objective = self._BOTTLENECK if data.get("objective") == "bottleneck" else self._TOTAL
+        limit = self._MAX_TASKS if "max_tasks" in data else self._ONE_TASK
+        return self._HEAD + objective + self._TASKS + limit
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        if data.get("objective") == "bottleneck":
+            return {"assign": "binary", "worst": "nonnegative"}
+        return self.domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "MILP" if data.get("objective") == "bottleneck" else "IP"
+
+    def variant_of(self, data: dict) -> str:
+        parts = [part for part, present in (("max_tasks", "max_tasks" in data),
+                                            ("bottleneck", data.get("objective") == "bottleneck")) if present]
+        return "+".join(parts) or "base"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -93,16 +140,25 @@ model.one_task_per_agent = pyo.Constraint(data["agents"], rule=one_task_per_agen
             for t in tasks:
                 if hidden[t] == a or rng.random() > 0.15:
                     cost[a][t] = rng.randint(low, high)
-        return {"agents": agents, "tasks": tasks, "cost": cost}
+        data = {"agents": agents, "tasks": tasks, "cost": cost}
+        if rng.random() < 0.5:
+            # agents share the work: with 2 or more tasks each, some agents may stay idle
+            data["max_tasks"] = rng.randint(2, max(2, n_tasks // 2))
+        if rng.random() < 0.5:
+            data["objective"] = "bottleneck"
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
-        # two tasks that only one and the same agent may do
+        # more tasks than an agent may take that only one and the same agent may do
         data = dict(data)
-        first, second = rng.sample(data["tasks"], 2)
+        limit = data.get("max_tasks", 1)
+        crowded = rng.sample(data["tasks"], min(limit + 1, len(data["tasks"])))
+        if len(crowded) <= limit:  # too few tasks to overload one agent: lower the limit instead
+            data["max_tasks"] = limit = len(crowded) - 1
         agent = rng.choice(data["agents"])
         cost = {a: dict(row) for a, row in data["cost"].items()}
         for a in data["agents"]:
-            for t in (first, second):
+            for t in crowded:
                 if a != agent:
                     cost[a].pop(t, None)
                 else:
@@ -111,15 +167,22 @@ model.one_task_per_agent = pyo.Constraint(data["agents"], rule=one_task_per_agen
         return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        bottleneck = data.get("objective") == "bottleneck"
         columns = {}
         for a in data["agents"]:
             for t, value in data["cost"][a].items():
-                columns[a, t] = matrix.add_var(f"assign[{a},{t}]", 0.0, 1.0, cost=value, integer=True)
+                columns[a, t] = matrix.add_var(f"assign[{a},{t}]", 0.0, 1.0, cost=0.0 if bottleneck else value,
+                                               integer=True)
+        if bottleneck:
+            worst = matrix.add_var("worst", 0.0, cost=1.0)
+            for (a, t), column in columns.items():
+                matrix.add_row({worst: 1.0, column: -data["cost"][a][t]}, lower=0.0, name=f"worst[{a},{t}]")
         for t in data["tasks"]:
             matrix.add_row({c: 1.0 for (a, u), c in columns.items() if u == t}, lower=1.0, upper=1.0,
                            name=f"task[{t}]")
+        limit = data.get("max_tasks", 1)
         for a in data["agents"]:
-            matrix.add_row({c: 1.0 for (b, t), c in columns.items() if b == a}, upper=1.0, name=f"agent[{a}]")
+            matrix.add_row({c: 1.0 for (b, t), c in columns.items() if b == a}, upper=limit, name=f"agent[{a}]")
 
     def constraint_rows(self, data: dict, x: dict):
         assign = x["assign"]
@@ -128,15 +191,25 @@ model.one_task_per_agent = pyo.Constraint(data["agents"], rule=one_task_per_agen
             raise ValueError("the solution's assignment variables do not match the allowed pairs")
         for t in data["tasks"]:
             yield Row(f"one_agent_per_task[{t}]", sum(v for (a, u), v in assign.items() if u == t), "==", 1)
+        limit = data.get("max_tasks", 1)
         for a in data["agents"]:
-            yield Row(f"one_task_per_agent[{a}]", sum(v for (b, t), v in assign.items() if b == a), "<=", 1)
+            yield Row(f"tasks_per_agent[{a}]", sum(v for (b, t), v in assign.items() if b == a), "<=", limit)
+        if data.get("objective") == "bottleneck":
+            worst = x["worst"][None]
+            for (a, t), value in assign.items():
+                yield Row(f"worst_bound[{a},{t}]", worst - data["cost"][a][t] * value, ">=", 0)
 
     def objective_value(self, data: dict, x: dict) -> float:
+        if data.get("objective") == "bottleneck":
+            return x["worst"][None]
         return sum(data["cost"][a][t] * value for (a, t), value in x["assign"].items())
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
-        lines = [f"- {a} takes {t} ({fmt(data['cost'][a][t])} {scenario.words['cost_unit']})"
-                 for (a, t), value in x["assign"].items() if value > 0.5]
+        chosen = [(a, t) for (a, t), value in x["assign"].items() if value > 0.5]
+        lines = [f"- {a} takes {t} ({fmt(data['cost'][a][t])} {scenario.words['cost_unit']})" for a, t in chosen]
+        if data.get("objective") == "bottleneck":
+            lines.append(f"- the largest single {scenario.words['cost_word']} is "
+                         f"{fmt(max(data['cost'][a][t] for a, t in chosen))} {scenario.words['cost_unit']}")
         return "\n".join(lines)
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
@@ -151,10 +224,19 @@ model.one_task_per_agent = pyo.Constraint(data["agents"], rule=one_task_per_agen
             "ambulances": f"{words['company'].capitalize()} has {len(tasks)} open {task_word}s "
                           f"({join_names(tasks)}) and free {agent_word}s {join_names(agents)}.",
         }[scenario.key]
-        rule = (f"Every {task_word} needs exactly one {agent_word}, and each {agent_word} can take at most one "
-                f"{task_word}.")
-        question = (f"Which {agent_word} should take which {task_word} to minimize the total {words['cost_word']}, "
-                    "and what is that total?")
+        if "max_tasks" in data:
+            rule = (f"Every {task_word} needs exactly one {agent_word}, and each {agent_word} can take up to "
+                    f"{fmt(data['max_tasks'])} {task_word}s.")
+        else:
+            rule = (f"Every {task_word} needs exactly one {agent_word}, and each {agent_word} can take at most "
+                    f"one {task_word}.")
+        if data.get("objective") == "bottleneck":
+            question = (f"Which {agent_word} should take which {task_word} so that the largest single "
+                        f"{words['cost_word']} of any chosen pair is as small as possible, and what is that "
+                        "largest value?")
+        else:
+            question = (f"Which {agent_word} should take which {task_word} to minimize the total "
+                        f"{words['cost_word']}, and what is that total?")
         if representation == "text":
             parts = [intro, rule]
             for a in agents:
@@ -177,14 +259,26 @@ model.one_task_per_agent = pyo.Constraint(data["agents"], rule=one_task_per_agen
         raise ValueError(f"unknown representation {representation!r}")
 
     def formulation(self, data: dict) -> str:
+        parameters = "cost $c_{at}$ for $(a, t) \\in E$"
+        variables = "$x_{at} \\in \\{0, 1\\}$, 1 when agent $a$ takes task $t$"
+        if data.get("objective") == "bottleneck":
+            variables += "; $z \\ge 0$, the largest cost of a chosen pair"
+            rows = ["\\min\\ & z", "\\text{s.t.}\\ & z \\ge c_{at} x_{at} && \\forall (a,t) \\in E",
+                    "& \\sum_{a : (a,t) \\in E} x_{at} = 1 && \\forall t \\in T"]
+        else:
+            rows = ["\\min\\ & \\sum_{(a,t) \\in E} c_{at} x_{at}",
+                    "\\text{s.t.}\\ & \\sum_{a : (a,t) \\in E} x_{at} = 1 && \\forall t \\in T"]
+        if "max_tasks" in data:
+            parameters += ", most tasks per agent $K$"
+            rows.append("& \\sum_{t : (a,t) \\in E} x_{at} \\le K && \\forall a \\in A")
+        else:
+            rows.append("& \\sum_{t : (a,t) \\in E} x_{at} \\le 1 && \\forall a \\in A")
+        rows.append("& x_{at} \\in \\{0, 1\\} && \\forall (a,t) \\in E")
         return (
             "**Sets**: agents $A$, tasks $T$, allowed pairs $E \\subseteq A \\times T$.\n\n"
-            "**Parameters**: cost $c_{at}$ for $(a, t) \\in E$.\n\n"
-            "**Variables**: $x_{at} \\in \\{0, 1\\}$, 1 when agent $a$ takes task $t$.\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{(a,t) \\in E} c_{at} x_{at} \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{a : (a,t) \\in E} x_{at} = 1 && \\forall t \\in T \\\\\n"
-            "& \\sum_{t : (a,t) \\in E} x_{at} \\le 1 && \\forall a \\in A \\\\\n"
-            "& x_{at} \\in \\{0, 1\\} && \\forall (a,t) \\in E\n\\end{aligned}\n$$"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            "$$\n\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 

@@ -1,5 +1,9 @@
 """Bin packing (MILP): pack items of given sizes into as few identical bins (trucks, servers, pallets)
-as possible, without exceeding any bin's capacity."""
+as possible, without exceeding any bin's capacity.
+
+Structure variants (drawn per instance, recorded by the keys present): a limit on the number of items in
+one bin (`max_per_bin`) and pairs of items that may not share a bin (`conflicts`), each present or absent,
+so the program has four skeletons."""
 
 from __future__ import annotations
 
@@ -37,17 +41,22 @@ SCENARIOS = (
 )
 
 
-def first_fit_decreasing(sizes: list[int], capacity: int) -> int:
-    """Number of bins the first-fit-decreasing heuristic uses: a feasible upper bound on the optimum."""
-    loads: list[int] = []
-    for size in sorted(sizes, reverse=True):
-        for k, load in enumerate(loads):
-            if load + size <= capacity:
-                loads[k] += size
+def first_fit_decreasing(sizes: list[int], capacity: int, max_per_bin: int | None = None,
+                         conflicts: list[tuple[int, int]] = ()) -> int:
+    """Number of bins the first-fit-decreasing heuristic uses: a feasible upper bound on the optimum.
+    `max_per_bin` limits the items in a bin; `conflicts` are pairs of item positions that may not share one."""
+    apart = {(a, b) for a, b in conflicts} | {(b, a) for a, b in conflicts}
+    bins: list[list[int]] = []
+    for item in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
+        for held in bins:
+            if (sum(sizes[k] for k in held) + sizes[item] <= capacity
+                    and (max_per_bin is None or len(held) < max_per_bin)
+                    and not any((item, k) in apart for k in held)):
+                held.append(item)
                 break
         else:
-            loads.append(size)
-    return len(loads)
+            bins.append([item])
+    return len(bins)
 
 
 class BinPacking(ProblemFamily):
@@ -62,8 +71,11 @@ class BinPacking(ProblemFamily):
         "size": "size of each item, keyed by item (in the unit of the capacity)",
         "bins": "list of the available (identical) bins, in the order they are taken into use",
         "capacity": "capacity of every bin",
+        "max_per_bin": "most items one bin may hold (only when there is such a limit)",
+        "conflicts": "pairs of items that may not go into the same bin (only when there are such pairs)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`: the head and tail always, each optional group when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 model.I = pyo.Set(initialize=data["items"])
 model.B = pyo.Set(initialize=data["bins"])
@@ -83,6 +95,24 @@ def capacity(model, b):
 
 model.capacity = pyo.Constraint(model.B, rule=capacity)
 
+'''
+    _MAX_PER_BIN = '''\
+model.max_per_bin = pyo.Constraint(
+    model.B, rule=lambda model, b: sum(model.assign[i, b] for i in model.I) <= data["max_per_bin"]
+)
+
+'''
+    _CONFLICTS = '''\
+# two conflicting items never share a bin
+model.P = pyo.RangeSet(0, len(data["conflicts"]) - 1)
+model.conflicts = pyo.Constraint(
+    model.P, model.B,
+    rule=lambda model, p, b: model.assign[data["conflicts"][p][0], b] + model.assign[data["conflicts"][p][1], b]
+    <= model.use[b],
+)
+
+'''
+    _TAIL = '''\
 # the bins are identical, so any packing can be relabelled: number the bins by the first item they
 # hold. Then bins are taken into use in order, and the k-th item sits in one of the first k bins.
 # Both rules only remove mirror images of the same packing, and they make the search much faster.
@@ -100,16 +130,42 @@ def item_order(model, k):
 model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
 '''
 
+    model_code = _HEAD + _TAIL  # the plain model, without the optional groups
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._HEAD
+        if "max_per_bin" in data:
+            code += self._MAX_PER_BIN
+        if "conflicts" in data:
+            code += self._CONFLICTS
+        return code + self._TAIL
+
+    def variant_of(self, data: dict) -> str:
+        return "+".join(name for name in ("max_per_bin", "conflicts") if name in data) or "base"
+
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
         n_items = size_for(difficulty, 6, 9, 12)
         capacity = rng.randrange(*words["capacity_range"], 10 if words["capacity_range"][0] > 500 else 2)
         items = [f"{words['item_prefix']}{k + 1}" for k in range(n_items)]
         sizes = [rng.randint(int(capacity * 0.15), int(capacity * 0.6)) for _ in items]
-        n_bins = first_fit_decreasing(sizes, capacity)
+        max_per_bin = rng.choice((2, 3)) if rng.random() < 0.5 else None
+        conflicts = []
+        if rng.random() < 0.5:
+            pairs = set()
+            while len(pairs) < max(1, n_items // 4):
+                a, b = sorted(rng.sample(range(n_items), 2))
+                pairs.add((a, b))
+            conflicts = sorted(pairs)
+        # enough bins for a packing that honours every optional rule, so the instance stays feasible
+        n_bins = first_fit_decreasing(sizes, capacity, max_per_bin, conflicts)
         bins = [f"{words['bin_prefix']}{k + 1}" for k in range(n_bins)]
-        return {"items": items, "size": dict(zip(items, sizes, strict=True)), "bins": bins,
-                "capacity": capacity}
+        data = {"items": items, "size": dict(zip(items, sizes, strict=True)), "bins": bins, "capacity": capacity}
+        if max_per_bin is not None:
+            data["max_per_bin"] = max_per_bin
+        if conflicts:
+            data["conflicts"] = [[items[a], items[b]] for a, b in conflicts]
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # fewer bins than the total size needs even with perfect packing
@@ -130,6 +186,11 @@ model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
             coefficients = {put[i, b]: data["size"][i] for i in items}
             coefficients[opened[b]] = -data["capacity"]
             matrix.add_row(coefficients, upper=0.0, name=f"capacity[{b}]")
+            if "max_per_bin" in data:
+                matrix.add_row({put[i, b]: 1.0 for i in items}, upper=data["max_per_bin"], name=f"max_per_bin[{b}]")
+            for first, second in data.get("conflicts", ()):
+                matrix.add_row({put[first, b]: 1.0, put[second, b]: 1.0, opened[b]: -1.0}, upper=0.0,
+                               name=f"conflict[{first},{second},{b}]")
         for earlier, later in pairwise(bins):
             matrix.add_row({opened[later]: 1.0, opened[earlier]: -1.0}, upper=0.0, name=f"use_in_order[{later}]")
 
@@ -141,6 +202,10 @@ model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
         for b in bins:
             load = sum(data["size"][i] * assign[i, b] for i in items)
             yield Row(f"capacity[{b}]", load, "<=", data["capacity"] * use[b])
+            if "max_per_bin" in data:
+                yield Row(f"max_per_bin[{b}]", sum(assign[i, b] for i in items), "<=", data["max_per_bin"])
+            for first, second in data.get("conflicts", ()):
+                yield Row(f"conflict[{first},{second},{b}]", assign[first, b] + assign[second, b], "<=", use[b])
         for k in range(1, len(bins)):
             yield Row(f"use_in_order[{bins[k]}]", use[bins[k]] - use[bins[k - 1]], "<=", 0)
         for k, i in enumerate(items):
@@ -163,6 +228,13 @@ model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
             "warehouse": f"The shipping team of {words['company']} wants to {words['task']}. {n_bins} "
                          f"{bin_}s are available and each holds at most {capacity} {unit} of cartons.",
         }[scenario.key]
+        rules = ""
+        if "max_per_bin" in data:
+            rules += f" No {bin_} may hold more than {fmt(data['max_per_bin'])} {item}s."
+        if "conflicts" in data:
+            pairs = "; ".join(f"{a} and {b}" for a, b in data["conflicts"])
+            rules += f" These pairs of {item}s must travel in different {bin_}s: {pairs}."
+        intro += rules
         question = (f"Each {item} must go to exactly one {bin_}. What is the minimum number of {bin_}s "
                     f"needed to hold all {item}s (minimize the number of {bin_}s used)?")
         if representation == "text":
@@ -187,14 +259,24 @@ model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
         return f"{len(lines)} {words['bin']}s are used:\n" + "\n".join(lines)
 
     def formulation(self, data: dict) -> str:
+        sets = "items $I = \\{1, \\dots, n\\}$ (in list order), bins $B = \\{1, \\dots, m\\}$"
+        parameters = "size $s_i$ of item $i$, bin capacity $C$"
+        optional = ""
+        if "max_per_bin" in data:
+            parameters += ", most items per bin $K$"
+            optional += "& \\sum_{i \\in I} x_{ib} \\le K && \\forall b \\in B \\\\\n"
+        if "conflicts" in data:
+            sets += ", conflicting pairs $P \\subseteq I \\times I$"
+            optional += "& x_{ib} + x_{jb} \\le y_b && \\forall (i, j) \\in P,\\ b \\in B \\\\\n"
         return (
-            "**Sets**: items $I = \\{1, \\dots, n\\}$ (in list order), bins $B = \\{1, \\dots, m\\}$.\n\n"
-            "**Parameters**: size $s_i$ of item $i$, bin capacity $C$.\n\n"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
             "**Variables**: $x_{ib} \\in \\{0,1\\}$ (item $i$ goes into bin $b$), "
             "$y_b \\in \\{0,1\\}$ (bin $b$ is used).\n\n"
             "$$\n\\begin{aligned}\n\\min\\ & \\sum_{b \\in B} y_b \\\\\n"
             "\\text{s.t.}\\ & \\sum_{b \\in B} x_{ib} = 1 && \\forall i \\in I \\\\\n"
             "& \\sum_{i \\in I} s_i x_{ib} \\le C\\, y_b && \\forall b \\in B \\\\\n"
+            + optional +
             "& y_b \\le y_{b-1} && b = 2, \\dots, m \\quad\\text{(symmetry breaking)} \\\\\n"
             "& x_{ib} = 0 && b > i \\quad\\text{(symmetry breaking)} \\\\\n"
             "& x_{ib}, y_b \\in \\{0,1\\}\n\\end{aligned}\n$$"
