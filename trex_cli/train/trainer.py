@@ -7,7 +7,8 @@ Every rank runs `run_training`. One optimizer step:
    its share of the global batch's targets, so they are token-weighted exactly as one big batch; the
    per-sequence balance loss and the indexer KL by 1 / number of micro-batches over all ranks) and
    back-propagated; FSDP sums the gradients over ranks, so any layout computes the same gradient as
-   one process walking the whole batch;
+   one process walking the whole batch (context-parallel ranks each do this for their chunk of the
+   rows: context_parallel.py);
 3. the global gradient norm is checked (NaN/Inf: skip the step and count it; too many in a row:
    stop), gradients are clipped, AdamW steps on the fp32 master weights, the LR schedule advances and
    the routing bias of every learned gate moves by the aux-loss-free rule on the global expert load.
