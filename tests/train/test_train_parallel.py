@@ -23,6 +23,11 @@ LAYOUTS = {
     # EP spanning TP x DP (Megatron's expert model parallel): attention 2-way TP x 2-way FSDP, experts 4-way EP
     # over all four ranks, each tensor rank routing its half of the tokens
     "tp2_dp2_ep4": ("4", ["train.parallel.tp=2", "train.parallel.ep=4"]),
+    # context parallel: each row's 32 positions in two chunks of 16 (the tiny window is 16: rank 1's
+    # window reaches into rank 0's chunk); with FSDP the 4 ranks are 2 data x 2 context ranks
+    "cp2": ("2", ["train.parallel.cp=2"]),
+    "cp2_fsdp2": ("4", ["train.parallel.cp=2"]),
+    "pp2_cp2": ("4", ["train.parallel.pp=2", "train.parallel.cp=2"]),  # each stage on 2 context ranks
 }
 
 

@@ -55,8 +55,9 @@ def test_layout_errors_name_the_fields_and_the_fix():
 def test_the_engine_refuses_what_it_does_not_run_yet():
     dims = ParallelDims.from_section(ParallelSection(cp=2, tp=2, etp=2, ep=2), 8)
     assert (dims.cp, dims.etp, dims.edp) == (2, 2, 2)
-    with pytest.raises(ValueError, match="cp = 2: not yet supported by the native engine"):
+    with pytest.raises(ValueError, match="etp = 2: not yet supported by the native engine"):
         dims.check_engine_supports()
+    ParallelDims.from_section(ParallelSection(cp=2, tp=2, ep=2), 8).check_engine_supports()
     ParallelDims.from_section(ParallelSection(tp=2, ep=4), 4).check_engine_supports()
 
 

@@ -37,7 +37,7 @@ class ParallelSection:
 
     dp_replicate: int = 1
     dp_shard: int = -1  # -1: every rank left over after pp, cp, tp and dp_replicate
-    cp: int = 1  # context parallel (not yet run by the native engine)
+    cp: int = 1  # context parallel: each row's sequence split into cp contiguous chunks
     tp: int = 1
     ep: int = 1
     etp: int = 1  # expert-tensor parallel: 1 or tp (not yet run by the native engine)

@@ -139,8 +139,8 @@ class ParallelDims:
         )
 
     def check_engine_supports(self) -> None:
-        """The native engine runs every dimension except context and expert-tensor parallel so far."""
-        for key in ("cp", "etp"):
+        """The native engine runs every dimension except expert-tensor parallel so far."""
+        for key in ("etp",):
             if getattr(self, key) > 1:
                 raise ValueError(
                     f"[train.parallel] {key} = {getattr(self, key)}: not yet supported by the native engine "

@@ -12,6 +12,8 @@
    A one-rank run has nothing to shard or reduce: it skips FSDP2 (whose flat-buffer copies of every
    parameter and gradient cost about a tenth of a CPU step) and gets the same mixed precision from
    `OneRankMixedPrecision` (unless the optimizer is to be offloaded, which FSDP2's policy does).
+   Context-parallel ranks join the data ranks in FSDP's mesh (dp_shard x cp, as `ParallelDims`'s
+   `dense_shard_group` counts them): they hold the same parameters and their gradients add up.
 
 Tensor parallel attention: the query projection is split by heads (column-wise), the grouped low-rank
 output projection `wo_a` by its groups of heads, `wo_b` row-wise, the per-head sink by heads; each
@@ -205,7 +207,12 @@ def apply_fsdp(
 ) -> None:
     dims = distributed.dims
     dense = distributed.dense_mesh
-    dp_mesh = dense["dp_replicate", "dp_shard"] if dims.dp_replicate > 1 else dense["dp_shard"]
+    shard = "dp_shard"
+    if dims.cp > 1:
+        # context-parallel ranks hold the same parameters and add up like data ranks: one shard group
+        dense["dp_shard", "cp"]._flatten("dp_shard_cp")
+        shard = "dp_shard_cp"
+    dp_mesh = dense["dp_replicate", shard] if dims.dp_replicate > 1 else dense[shard]
     # No input casting: blocks take the forward context (a dataclass whose lists the blocks fill with
     # router statistics and indexer losses) and a cast would hand each block a copy.
     policy = MixedPrecisionPolicy(

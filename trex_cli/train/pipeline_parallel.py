@@ -19,6 +19,9 @@ positions and loss masks are not sent: every stage reads the same micro-batches 
 Losses: the last stage returns each micro-batch's LM + MTP loss, each scaled by the micro-batch's
 share of the global batch's targets. The sequence balance and indexer KL losses arise in every stage's blocks; each stage attaches
 its share to its output through `AttachAuxiliaryLoss`, whose backward also back-propagates it.
+
+With context parallel every stage works on its rank's chunk of each row (`sequence`): the tensors
+between stages hold the chunk's positions, and the last stage takes the targets from the whole rows.
 """
 
 from __future__ import annotations
@@ -107,9 +110,11 @@ class StageRunner:
     """
 
     def __init__(
-        self, model: nn.Module, stages: list[int], num_stages: int, layers: dict[int, list[int]], train, seq_len: int
+        self, model: nn.Module, stages: list[int], num_stages: int, layers: dict[int, list[int]], train, seq_len: int,
+        sequence=None,
     ):
         self.model = model
+        self.sequence = sequence  # context parallel: this rank's chunk of every row (model.SequenceShard)
         self.stages, self.num_stages = list(stages), num_stages
         self.stage_index = self.stages[0]
         self.is_first, self.is_last = 0 in self.stages, num_stages - 1 in self.stages
@@ -173,33 +178,38 @@ class StageRunner:
         model = self.model
         batch, (lm_share, mtp_share, mean_share) = self.queues[stage].popleft()
         config = model.config
+        sequence = self.sequence
         ctx = model._context(
-            batch.input_ids, batch.position_ids, training_losses=True, indexer_loss=self.train.indexer_kl_weight > 0
+            batch.input_ids, batch.position_ids, training_losses=True, indexer_loss=self.train.indexer_kl_weight > 0,
+            sequence=sequence,
         )
         if stage == 0:
-            embeddings = model.embed(batch.input_ids)
+            embeddings = model.embed(ctx.input_ids)
             streams = embeddings.unsqueeze(2).expand(-1, -1, config.hc_mult, -1).contiguous()
-            next_embeddings = model.embed(F.pad(batch.input_ids[:, 1:], (0, 1)))
+            next_ids = F.pad(batch.input_ids[:, 1:], (0, 1))
+            if sequence is not None:
+                next_ids = next_ids[:, sequence.start : sequence.end]
+            next_embeddings = model.embed(next_ids)
         else:
             streams, next_embeddings = inputs
             next_embeddings = next_embeddings.view_as(next_embeddings)  # an output distinct from the input
         for index in self.layers_of[stage]:
             streams = model.layers[str(index)](streams, ctx)
         if stage != self.num_stages - 1:
-            auxiliary = self._auxiliary(ctx, stage, *batch.input_ids.shape, mean_share)
+            auxiliary = self._auxiliary(ctx, stage, *ctx.position_ids.shape, mean_share)
             return AttachAuxiliaryLoss.apply(streams, auxiliary), next_embeddings
         collapsed = HyperHead.collapse(streams, model.hc_head_fn, model.hc_head_base, model.hc_head_scale, config)
         hidden = model.norm(collapsed)
         documents = kernels.document_ids(batch.position_ids)
-        lm_loss, _ = model._shifted_loss(hidden, batch.input_ids, batch.loss_mask, documents, shift=1)
+        lm_loss, _ = model._shifted_loss(hidden, batch.input_ids, batch.loss_mask, documents, shift=1, sequence=sequence)
         loss = lm_loss * lm_share
         self.statistics.lm += float(lm_loss.detach()) * lm_share
         if len(model.mtp):
             mtp_hidden = model.mtp[0](streams, next_embeddings, ctx)
-            mtp_loss, _ = model._shifted_loss(mtp_hidden, batch.input_ids, batch.loss_mask, documents, shift=2)
+            mtp_loss, _ = model._shifted_loss(mtp_hidden, batch.input_ids, batch.loss_mask, documents, shift=2, sequence=sequence)
             self.statistics.mtp += float(mtp_loss.detach()) * mtp_share
             loss = loss + self.train.mtp_loss_weight * mtp_loss * mtp_share
-        return loss + self._auxiliary(ctx, stage, *batch.input_ids.shape, mean_share)
+        return loss + self._auxiliary(ctx, stage, *ctx.position_ids.shape, mean_share)
 
 
 class StageChunk(nn.Module):
@@ -230,11 +240,13 @@ def update_stage_expert_bias(runner: StageRunner, expert_load: torch.Tensor, rat
 
 
 def build_pipeline(
-    model: nn.Module, distributed, train, seq_len: int, micro_batches: int, micro_batch_size: int, compute_dtype
+    model: nn.Module, distributed, train, seq_len: int, micro_batches: int, micro_batch_size: int, compute_dtype,
+    sequence=None,
 ):
     """Prune `model` to this rank's stages; returns (runner, schedule factory taking the parallelized
     stage model). Stage inputs and outputs are declared up front (static shapes), so the schedule
-    never runs a stage on placeholder data to discover them."""
+    never runs a stage on placeholder data to discover them; under context parallel (`sequence`) the
+    tensors between stages hold the chunk's positions."""
     from torch.distributed.pipelining import (
         PipelineStage,
         Schedule1F1B,
@@ -248,12 +260,13 @@ def build_pipeline(
     num_stages = pp * virtual
     layers = dict(enumerate(stage_layers(config.num_hidden_layers, num_stages, parallel.noop_layer_slots)))
     rank = distributed.pp_rank
-    runner = StageRunner(model, [rank + i * pp for i in range(virtual)], num_stages, layers, train, seq_len)
+    runner = StageRunner(model, [rank + i * pp for i in range(virtual)], num_stages, layers, train, seq_len, sequence)
+    positions = seq_len if sequence is None else sequence.end - sequence.start
     meta = torch.device("meta")
     # requires_grad marks what the schedule sends gradients back for
     between = (
-        torch.empty(micro_batch_size, seq_len, config.hc_mult, config.hidden_size, dtype=compute_dtype, device=meta, requires_grad=True),
-        torch.empty(micro_batch_size, seq_len, config.hidden_size, dtype=compute_dtype, device=meta, requires_grad=True),
+        torch.empty(micro_batch_size, positions, config.hc_mult, config.hidden_size, dtype=compute_dtype, device=meta, requires_grad=True),
+        torch.empty(micro_batch_size, positions, config.hidden_size, dtype=compute_dtype, device=meta, requires_grad=True),
     )
     tokens = torch.empty(micro_batch_size, seq_len, dtype=torch.long, device=meta)
     loss = (torch.empty((), dtype=torch.float32, device=meta),)

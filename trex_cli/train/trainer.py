@@ -7,7 +7,8 @@ Every rank runs `run_training`. One optimizer step:
    its share of the global batch's targets, so they are token-weighted exactly as one big batch; the
    per-sequence balance loss and the indexer KL by 1 / number of micro-batches over all ranks) and
    back-propagated; FSDP sums the gradients over ranks, so any layout computes the same gradient as
-   one process walking the whole batch;
+   one process walking the whole batch (context-parallel ranks each do this for their chunk of the
+   rows: context_parallel.py);
 3. the global gradient norm is checked (NaN/Inf: skip the step and count it; too many in a row:
    stop), gradients are clipped, AdamW steps on the fp32 master weights, the LR schedule advances and
    the routing bias of every learned gate moves by the aux-loss-free rule on the global expert load.
@@ -58,14 +59,16 @@ class StepResult:
     target_tokens: int
 
 
-def target_count(batch: MicroBatch, shift: int = 1) -> int:
+def target_count(batch: MicroBatch, shift: int = 1, sequence=None) -> int:
     """Targets the model's LM (shift 1) or MTP (shift 2) loss averages over: masked-in tokens predicted
-    from `shift` positions earlier in the same document (the model's own rule)."""
+    from `shift` positions earlier in the same document (the model's own rule); under context parallel
+    (`sequence`, this rank's `SequenceShard`) those its chunk's positions predict."""
     from trex_cli.models.deepseek_v4 import kernels
+    from trex_cli.train.context_parallel import chunk_target_count
 
     documents = kernels.document_ids(batch.position_ids)
     keep = (batch.loss_mask[:, shift:] > 0) & (documents[:, shift:] == documents[:, :-shift])
-    return int(keep.sum())
+    return chunk_target_count(keep, shift, sequence)
 
 
 def _share(part: int, whole: float) -> float:
@@ -112,12 +115,19 @@ class Engine:
         self.distributed = distributed
         self.compute_dtype = COMPUTE_DTYPES[train.dtype]
         dims = distributed.dims
+        # context parallel: this rank's chunk of every row (context_parallel.py); None without
+        self.sequence = None
+        if dims.cp > 1:
+            from trex_cli.train.context_parallel import sequence_shard
+
+            self.sequence = sequence_shard(seq_len, distributed.dense_mesh["cp"].get_group())
         self.pipeline = None
         if dims.pp > 1:
             from trex_cli.train.pipeline_parallel import build_pipeline
 
             self.pipeline, make_schedule = build_pipeline(
-                model, distributed, train, seq_len, micro_batches, schedule.micro_batch_size, self.compute_dtype
+                model, distributed, train, seq_len, micro_batches, schedule.micro_batch_size, self.compute_dtype,
+                self.sequence,
             )
         self.model, self.mixed_precision = parallelize(
             model.to(distributed.device), distributed, train.parallel, self.compute_dtype
@@ -147,8 +157,8 @@ class Engine:
         seen = set()
         expert_load = None
         for batch in micro_batches:
-            lm_share = _share(target_count(batch, 1), global_targets[0])
-            mtp_share = _share(target_count(batch, 2), global_targets[1])
+            lm_share = _share(target_count(batch, 1, self.sequence), global_targets[0])
+            mtp_share = _share(target_count(batch, 2, self.sequence), global_targets[1])
             batch = batch.to(device)
             with self.mixed_precision.compute() if self.mixed_precision else contextlib.nullcontext():
                 output = self.model(
@@ -158,6 +168,7 @@ class Engine:
                     mtp_loss_weight=train.mtp_loss_weight,
                     balance_loss_weight=train.balance_loss_weight,
                     indexer_kl_weight=train.indexer_kl_weight,
+                    sequence=self.sequence,
                 )
                 loss = output.lm_loss * lm_share
                 sums["lm"] += float(output.lm_loss.detach()) * lm_share
@@ -186,7 +197,11 @@ class Engine:
         for batch in micro_batches:
             runner.push(
                 batch.to(device),
-                (_share(target_count(batch, 1), global_targets[0]), _share(target_count(batch, 2), global_targets[1]), mean_share),
+                (
+                    _share(target_count(batch, 1, self.sequence), global_targets[0]),
+                    _share(target_count(batch, 2, self.sequence), global_targets[1]),
+                    mean_share,
+                ),
             )
         if runner.is_first:
             self.pipeline_schedule.step(torch.cat([b.input_ids for b in micro_batches]).to(device))
@@ -206,7 +221,7 @@ class Engine:
     def step(self, micro_batches: list[MicroBatch]) -> StepResult:
         train = self.train
         global_targets = tuple(
-            self._world_sum([float(sum(target_count(b, shift) for b in micro_batches)) for shift in (1, 2)])
+            self._world_sum([float(sum(target_count(b, shift, self.sequence) for b in micro_batches)) for shift in (1, 2)])
         )
         run = self._pipeline_forward_backward if self.pipeline is not None else self._forward_backward
         sums, seen, expert_load, replicas = run(micro_batches, global_targets)
@@ -252,18 +267,22 @@ class Engine:
         token-weighted over all ranks exactly as the training loss; the model is not updated."""
         train, device = self.train, self.distributed.device
         batches = [batch for micro_batches in passes for batch in micro_batches]
-        targets = self._world_sum([float(sum(target_count(b, shift) for b in batches)) for shift in (1, 2)])
+        targets = self._world_sum([float(sum(target_count(b, shift, self.sequence) for b in batches)) for shift in (1, 2)])
         sums = [0.0, 0.0]
         has_mtp = False
         self.model.eval()  # eval mode: no balance loss, indexer KL or routing statistics
         try:
             for batch in batches:
-                shares = (_share(target_count(batch, 1), targets[0]), _share(target_count(batch, 2), targets[1]))
+                shares = (
+                    _share(target_count(batch, 1, self.sequence), targets[0]),
+                    _share(target_count(batch, 2, self.sequence), targets[1]),
+                )
                 batch = batch.to(device)
                 with self.mixed_precision.compute() if self.mixed_precision else contextlib.nullcontext():
                     output = self.model(
                         batch.input_ids, position_ids=batch.position_ids, loss_mask=batch.loss_mask,
                         mtp_loss_weight=train.mtp_loss_weight, balance_loss_weight=0.0, indexer_kl_weight=0.0,
+                        sequence=self.sequence,
                     )
                 sums[0] += float(output.lm_loss) * shares[0]
                 if output.mtp_loss is not None:

@@ -8,6 +8,12 @@ they run as grouped matrix multiplications and expert parallelism can swap `expe
 Shapes in names: B batch, S sequence, H heads, D head dim, T compressed entries, E experts, N tokens.
 Documents: `position_ids` restart at 0 at every packed document; no attention (window, compressed
 entries, indexer) and no loss crosses a document boundary.
+
+Context parallel: given a `SequenceShard`, a forward computes the queries, the MoE and the losses of
+one contiguous chunk of every row while the key side (window keys, the compressors' per-token
+projections) is gathered over the whole sequence, so the compressed entries and the indexer's top-k
+are those of the unsplit rows. The collectives are the shard's callables (the trainer binds them to
+its process group); without a shard nothing here changes.
 """
 
 from __future__ import annotations
@@ -50,6 +56,20 @@ class RMSNorm(nn.Module):
 
 
 @dataclasses.dataclass
+class SequenceShard:
+    """Context parallel: this rank computes positions [start, end) of every row.
+
+    `gather(chunk)`: [B, end - start, ...] -> [B, S, ...], every rank's chunk in sequence order; its
+    backward sums the gradient over the ranks and keeps this rank's chunk. `sum_over_ranks(tensor)`:
+    the sum over the ranks, without gradient (the counts behind means over the whole sequence)."""
+
+    start: int
+    end: int
+    gather: Callable[[torch.Tensor], torch.Tensor]
+    sum_over_ranks: Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclasses.dataclass
 class _Context:
     """Per-forward values every block reads."""
 
@@ -64,6 +84,10 @@ class _Context:
     indexer_kl: list  # filled by CSA layers
     router_stats: list  # filled by MoE layers: (scores or None, topk_ids)
     capture: dict | None = None  # generate()'s prefill: module -> the per-token state decoding reuses
+    # context parallel: this rank's chunk, and the whole rows' positions and documents (what the key side
+    # is pooled and masked over); the fields above then hold the chunk's values
+    sequence: SequenceShard | None = None
+    whole: _Context | None = None
 
 
 class Compressor(nn.Module):
@@ -88,6 +112,11 @@ class Compressor(nn.Module):
         kv, gate = self.wkv(x), self.wgate(x)
         if ctx.capture is not None:
             ctx.capture[self] = (kv, gate)
+        if ctx.sequence is not None:
+            # context parallel: every rank pools the whole sequence's windows (one gather for both)
+            both = ctx.sequence.gather(torch.cat([kv, gate], dim=-1))
+            kv, gate = both.split([kv.shape[-1], gate.shape[-1]], dim=-1)
+            return self.pool(kv, gate, ctx.whole)
         return self.pool(kv, gate, ctx)
 
     def decode(self, x: torch.Tensor, cache: dict, pool_ctx: _Context, rows, positions) -> torch.Tensor:
@@ -130,14 +159,17 @@ class Compressor(nn.Module):
 
 def compressed_visibility(ctx: _Context, num_entries: int, ratio: int) -> torch.Tensor:
     """[B, S, T] bool: entry t is complete at the query (its window ends at or before it) and
-    belongs to the query's document."""
+    belongs to the query's document. Under context parallel the queries are the chunk's (S of them,
+    from `ctx.sequence.start`) and the entries the whole sequence's."""
     seq_len = ctx.position_ids.shape[1]
     device = ctx.position_ids.device
     last_token = (torch.arange(num_entries, device=device) + 1) * ratio - 1
-    complete = last_token.view(1, -1) <= torch.arange(seq_len, device=device).view(-1, 1)  # [S, T]
+    first = 0 if ctx.sequence is None else ctx.sequence.start
+    entry_docs = ctx.docs if ctx.whole is None else ctx.whole.docs
+    complete = last_token.view(1, -1) <= torch.arange(first, first + seq_len, device=device).view(-1, 1)  # [S, T]
     if ctx.single_document:
         return complete.unsqueeze(0).expand(ctx.docs.shape[0], -1, -1)
-    same_document = ctx.docs[:, last_token].unsqueeze(1) == ctx.docs.unsqueeze(-1)  # [B, S, T]
+    same_document = entry_docs[:, last_token].unsqueeze(1) == ctx.docs.unsqueeze(-1)  # [B, S, T]
     return complete.unsqueeze(0) & same_document
 
 
@@ -221,7 +253,7 @@ class Attention(nn.Module):
                 picked_visible = visible.gather(-1, picked)
                 indices = torch.where(picked_visible, picked, torch.full_like(picked, -1))
                 if ctx.indexer_loss:
-                    ctx.indexer_kl.append(self._indexer_kl(query, compressed_kv, scores, indices, scale))
+                    ctx.indexer_kl.append(self._indexer_kl(query, compressed_kv, scores, indices, scale, ctx.sequence))
             else:
                 if self.indexer is not None and ctx.capture is not None:
                     self.indexer.compressor(x, ctx)  # no entry yet; decoding still needs its projections
@@ -229,12 +261,36 @@ class Attention(nn.Module):
                 # document limits hold
                 entry = torch.arange(num_entries, device=x.device).expand_as(visible)
                 indices = torch.where(visible, entry, torch.full_like(entry, -1))
-        output = kernels.sparse_attention(
-            query, kv, self.attn_sink, window=self.config.sliding_window, scale=scale,
-            compressed_kv=compressed_kv, compressed_indices=indices, compress_ratio=self.ratio or None,
-            position_ids=ctx.position_ids,
-        )
+        if ctx.sequence is not None:
+            output = self._chunk_attention(query, kv, scale, compressed_kv, indices, ctx)
+        else:
+            output = kernels.sparse_attention(
+                query, kv, self.attn_sink, window=self.config.sliding_window, scale=scale,
+                compressed_kv=compressed_kv, compressed_indices=indices, compress_ratio=self.ratio or None,
+                position_ids=ctx.position_ids,
+            )
         return self._project_out(output, cos, sin)
+
+    def _chunk_attention(self, query, kv, scale, compressed_kv, indices, ctx: _Context) -> torch.Tensor:
+        """Context parallel: the chunk's queries against the window keys before and in it (gathered
+        from every rank) and the whole sequence's compressed entries. The kernel takes queries and keys
+        of one length, so the queries are preceded by `halo` zero rows, one per window key before the
+        chunk, which select no compressed entry and whose outputs are dropped."""
+        shard = ctx.sequence
+        halo = min(self.config.sliding_window - 1, shard.start)
+        keys = shard.gather(kv)[:, shard.start - halo : shard.end]
+        positions = ctx.whole.position_ids[:, shard.start - halo : shard.end]
+        if halo:
+            batch, _, heads, head_dim = query.shape
+            query = torch.cat([query.new_zeros(batch, halo, heads, head_dim), query], dim=1)
+            if indices is not None:
+                indices = torch.cat([indices.new_full((batch, halo, indices.shape[-1]), -1), indices], dim=1)
+        output = kernels.sparse_attention(
+            query, keys, self.attn_sink, window=self.config.sliding_window, scale=scale,
+            compressed_kv=compressed_kv, compressed_indices=indices, compress_ratio=self.ratio or None,
+            position_ids=positions,
+        )
+        return output[:, halo:]
 
     def _project_out(self, output: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         batch, seq_len = output.shape[:2]
@@ -283,14 +339,21 @@ class Attention(nn.Module):
         return self._project_out(output, cos, sin)
 
     @staticmethod
-    def _indexer_kl(query, compressed_kv, index_scores, indices, scale) -> torch.Tensor:
+    def _indexer_kl(query, compressed_kv, index_scores, indices, scale, sequence: SequenceShard | None = None) -> torch.Tensor:
         """KL(attention || indexer) over each query's selected entries. The target is the main
-        attention restricted to the selected entries, averaged over heads, without gradient."""
+        attention restricted to the selected entries, averaged over heads, without gradient. Under
+        context parallel (`sequence`) the mean is over every rank's queries: this chunk's share of it."""
         num_entries = compressed_kv.shape[1]
         selected = torch.zeros(*indices.shape[:2], num_entries + 1, dtype=torch.bool, device=indices.device)
         safe = torch.where(indices >= 0, indices, torch.full_like(indices, num_entries))
         selected = selected.scatter(-1, safe, True)[..., :num_entries]
         rows = selected.any(-1)
+        if sequence is not None:  # every rank reaches the count's collective, whatever its rows
+            total_rows = sequence.sum_over_ranks(rows.sum().float()).clamp_min(1.0)
+            target = kernels.indexer_kl_target(query.detach(), compressed_kv.detach(), selected, scale)
+            log_indexer = torch.log_softmax(index_scores.masked_fill(~selected, float("-inf")), dim=-1)
+            per_entry = torch.where(selected, target * (torch.log(target.clamp_min(1e-20)) - log_indexer), 0.0)
+            return per_entry.sum(-1)[rows].sum() / total_rows
         if not bool(rows.any()):
             return index_scores.new_zeros(())
         target = kernels.indexer_kl_target(query.detach(), compressed_kv.detach(), selected, scale)  # [B, S, T]
@@ -514,14 +577,35 @@ class DeepseekV4ForCausalLM(nn.Module):
             tables[kind] = (angles.cos(), angles.sin())
         return tables
 
-    def _context(self, input_ids, position_ids, training_losses: bool, indexer_loss: bool | None = None) -> _Context:
+    def _context(
+        self, input_ids, position_ids, training_losses: bool, indexer_loss: bool | None = None,
+        sequence: SequenceShard | None = None,
+    ) -> _Context:
         """The per-forward context; `indexer_loss` (default: `training_losses`) says whether CSA layers
-        compute the indexer KL loss."""
+        compute the indexer KL loss. With `sequence` (context parallel) the inputs are the whole rows
+        and the context is the chunk's, with the whole rows' positions and documents in `whole`."""
         docs = kernels.document_ids(position_ids)
+        indexer_loss = training_losses if indexer_loss is None else indexer_loss
+        if sequence is not None:
+            seq_len = input_ids.shape[1]
+            if not 0 <= sequence.start < sequence.end <= seq_len:
+                raise ValueError(f"context parallel chunk [{sequence.start}, {sequence.end}) is not within {seq_len} positions")
+            whole = _Context(
+                position_ids=position_ids, input_ids=input_ids, rope={}, compress_inv_freq=self.inv_freq_compress,
+                docs=docs, single_document=bool((docs == 1).all()), training_losses=training_losses,
+                indexer_loss=indexer_loss, indexer_kl=[], router_stats=[],
+            )
+            chunk = slice(sequence.start, sequence.end)
+            return _Context(
+                position_ids=position_ids[:, chunk], input_ids=input_ids[:, chunk], rope=self._rope(position_ids[:, chunk]),
+                compress_inv_freq=self.inv_freq_compress, docs=docs[:, chunk], single_document=whole.single_document,
+                training_losses=training_losses, indexer_loss=indexer_loss, indexer_kl=[], router_stats=[],
+                sequence=sequence, whole=whole,
+            )
         return _Context(
             position_ids=position_ids, input_ids=input_ids, rope=self._rope(position_ids),
             compress_inv_freq=self.inv_freq_compress, docs=docs, single_document=bool((docs == 1).all()),
-            training_losses=training_losses, indexer_loss=training_losses if indexer_loss is None else indexer_loss,
+            training_losses=training_losses, indexer_loss=indexer_loss,
             indexer_kl=[], router_stats=[],
         )
 
@@ -549,6 +633,7 @@ class DeepseekV4ForCausalLM(nn.Module):
         mtp_loss_weight: float = 0.3,
         balance_loss_weight: float | None = None,
         indexer_kl_weight: float = 1.0,
+        sequence: SequenceShard | None = None,
     ) -> DeepseekV4Output:
         """Losses (`loss_mask[b, t]` = 1 where token t is a training target) and, on request, logits.
 
@@ -556,7 +641,12 @@ class DeepseekV4ForCausalLM(nn.Module):
         mtp_loss: the same for token t+2 from the MTP block; balance_loss: DeepSeek-V3's sequence-wise
         balance loss averaged over learned-routing layers; indexer_kl_loss: KL of each CSA indexer to
         its layer's attention (not computed, and the indexer gets no gradient, when its weight is 0); loss = lm + mtp_loss_weight * mtp + balance_loss_weight (default
-        router_aux_loss_coef) * balance + indexer_kl_weight * indexer_kl."""
+        router_aux_loss_coef) * balance + indexer_kl_weight * indexer_kl.
+
+        Context parallel (`sequence`): the inputs are the whole rows; logits, lm_loss, mtp_loss and
+        lm_tokens are those of the chunk's positions (their targets taken from the whole rows, so a
+        chunk's last positions keep theirs), balance_loss and indexer_kl_loss this chunk's share: their
+        sums over the ranks are the whole rows' losses."""
         batch, seq_len = input_ids.shape
         if position_ids is None:
             position_ids = torch.arange(seq_len, device=input_ids.device).expand(batch, seq_len)
@@ -564,29 +654,33 @@ class DeepseekV4ForCausalLM(nn.Module):
             loss_mask = torch.ones_like(input_ids)
         training_losses = compute_loss and self.training
         # a zero KL weight skips the indexer loss (and with it every gradient of the indexer)
-        ctx = self._context(input_ids, position_ids, training_losses, indexer_loss=training_losses and indexer_kl_weight > 0)
-        hidden, streams, ctx = self.hidden_states(input_ids, position_ids, ctx)
+        ctx = self._context(
+            input_ids, position_ids, training_losses, indexer_loss=training_losses and indexer_kl_weight > 0, sequence=sequence
+        )
+        hidden, streams, ctx = self.hidden_states(ctx.input_ids, ctx.position_ids, ctx)
         out = DeepseekV4Output()
-        docs = ctx.docs
+        docs = ctx.docs if ctx.whole is None else ctx.whole.docs
         if return_logits:
             out.logits = self.head(hidden)
         mtp_hidden = None
         # a zero MTP weight skips the MTP block (nothing would learn from it)
         if self.mtp and ((compute_loss and mtp_loss_weight > 0) or return_mtp_logits):
             next_ids = F.pad(input_ids[:, 1:], (0, 1))
+            if sequence is not None:
+                next_ids = next_ids[:, sequence.start : sequence.end]
             mtp_hidden = self.mtp[0](streams, self.embed(next_ids), ctx)
             if return_mtp_logits:
                 out.mtp_logits = self.head(mtp_hidden)
         out.expert_load = self._expert_load(ctx)
         if not compute_loss:
             return out
-        lm_loss, lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1)
+        lm_loss, lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1, sequence=sequence)
         out.lm_loss, out.lm_tokens = lm_loss, lm_tokens
         total = lm_loss
         if mtp_hidden is not None and mtp_loss_weight > 0:
-            out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2)
+            out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2, sequence=sequence)
             total = total + mtp_loss_weight * out.mtp_loss
-        out.balance_loss = self._balance_loss(ctx, batch, seq_len)
+        out.balance_loss = self._balance_loss(ctx, batch, ctx.position_ids.shape[1])
         weight = self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight
         total = total + weight * out.balance_loss
         if ctx.indexer_kl:
@@ -595,12 +689,18 @@ class DeepseekV4ForCausalLM(nn.Module):
         out.loss = total
         return out
 
-    def _shifted_loss(self, hidden, input_ids, loss_mask, docs, shift: int):
-        """Mean cross-entropy of token t+shift predicted at position t (fused head + loss)."""
+    def _shifted_loss(self, hidden, input_ids, loss_mask, docs, shift: int, sequence: SequenceShard | None = None):
+        """Mean cross-entropy of token t+shift predicted at position t (fused head + loss). Under context
+        parallel `hidden` holds the chunk's positions and the other inputs the whole rows."""
         targets = input_ids[:, shift:]
         keep = (loss_mask[:, shift:] > 0) & (docs[:, shift:] == docs[:, :-shift])
         targets = torch.where(keep, targets, torch.full_like(targets, -100))
-        rows = hidden[:, :-shift].reshape(-1, hidden.shape[-1])
+        if sequence is None:
+            rows = hidden[:, :-shift].reshape(-1, hidden.shape[-1])
+        else:  # the whole rows' targets, cut to the chunk's positions (the last `shift` have none)
+            keep = F.pad(keep, (0, shift), value=False)[:, sequence.start : sequence.end]
+            targets = F.pad(targets, (0, shift), value=-100)[:, sequence.start : sequence.end]
+            rows = hidden.reshape(-1, hidden.shape[-1])
         count = keep.sum()
         if int(count) == 0:
             return (rows.sum() * 0.0 + self.head.weight.sum() * 0.0).float(), count
@@ -608,17 +708,23 @@ class DeepseekV4ForCausalLM(nn.Module):
         return total / count, count
 
     def _balance_loss(self, ctx: _Context, batch: int, seq_len: int) -> torch.Tensor:
+        """DeepSeek-V3's sequence-wise balance loss. Under context parallel a sequence's expert counts
+        are summed over the ranks and its mean affinity is this chunk's part of the whole rows' mean, so
+        the ranks' losses sum to the whole rows' (`seq_len` is then the chunk's length)."""
         experts, topk = self.config.n_routed_experts, self.config.num_experts_per_tok
+        whole_len = seq_len if ctx.whole is None else ctx.whole.position_ids.shape[1]
         losses = []
         for scores, topk_ids in ctx.router_stats:
             if scores is None:  # hash layers have no learned choice to balance
                 continue
             scores = scores.view(batch, seq_len, experts)
             share = scores / scores.sum(dim=-1, keepdim=True)  # normalized affinity
-            mean_share = share.mean(dim=1)  # [B, E]
+            mean_share = share.mean(dim=1) if ctx.sequence is None else share.sum(dim=1) / whole_len  # [B, E]
             counts = torch.zeros(batch, experts, device=scores.device)
             counts.scatter_add_(1, topk_ids.view(batch, -1), torch.ones(batch, seq_len * topk, device=scores.device))
-            fraction = counts * experts / (topk * seq_len)
+            if ctx.sequence is not None:
+                counts = ctx.sequence.sum_over_ranks(counts)
+            fraction = counts * experts / (topk * whole_len)
             losses.append((fraction * mean_share).sum(dim=-1).mean())
         if not losses:
             return self.head.weight.new_zeros((), dtype=torch.float32)
@@ -780,4 +886,4 @@ def count_parameters(model: nn.Module, config: DeepseekV4Config) -> dict[str, in
     }
 
 
-__all__ = ["DeepseekV4ForCausalLM", "DeepseekV4Output", "count_parameters"]
+__all__ = ["DeepseekV4ForCausalLM", "DeepseekV4Output", "SequenceShard", "count_parameters"]

@@ -1,0 +1,99 @@
+"""Context parallel: the ranks of a `cp` group split every row's sequence into contiguous chunks.
+
+Each rank computes the queries, the MoE and the losses of its chunk; what the V4 attention reads on the
+key side must cover the whole causal prefix, so it is gathered over the group in every attention layer:
+
+- the window keys (one shared KV head): each query sees up to `sliding_window` keys back, which may
+  lie in earlier chunks;
+- the compressors' per-token projections (CSA, HCA and the indexer's keys): every rank pools the whole
+  sequence's windows into the same compressed entries, so the entries, the indexer's scores at this
+  rank's queries and their top-k are those of the unsplit rows.
+
+The gather is autograd-aware: its backward sums the gradient of the whole sequence over the ranks (each
+rank's queries contributed to every earlier key) and keeps this rank's chunk, a reduce-scatter.
+
+Losses: every rank reads the whole micro-batch, so the LM and MTP targets are taken from the whole rows
+before the split and a chunk's last positions keep theirs. Each rank's LM and MTP losses are over its
+chunk's targets and weighted by its share of the global batch's targets, and its sequence-balance and
+indexer-KL losses are its share of the rows' (`model.SequenceShard`): the context-parallel ranks add up
+like data-parallel ranks, and their gradients are summed over the data x context ranks of FSDP's mesh.
+
+The chunks are contiguous and equal, so later chunks see more compressed entries than earlier ones;
+the sliding window, the MoE and the head, most of the work, cost the same on every rank.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from trex_cli.models.deepseek_v4.model import SequenceShard
+
+
+class _GatherSequence(torch.autograd.Function):
+    """Forward: every rank's chunk [B, chunk, ...] concatenated along dim 1 in rank order. Backward:
+    the gradient of the whole sequence summed over the ranks, this rank's chunk of it (reduce-scatter;
+    an all-reduce then the chunk on gloo, which has no reduce-scatter)."""
+
+    @staticmethod
+    def forward(ctx, chunk: torch.Tensor, group) -> torch.Tensor:
+        ctx.group = group
+        size = dist.get_world_size(group)
+        leading = chunk.movedim(1, 0).contiguous()  # the collectives concatenate along dim 0
+        gathered = leading.new_empty((size * leading.shape[0], *leading.shape[1:]))
+        dist.all_gather_into_tensor(gathered, leading, group=group)
+        return gathered.movedim(0, 1)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        group = ctx.group
+        size, rank = dist.get_world_size(group), dist.get_rank(group)
+        # summed in fp32 whatever the compute dtype: a key's gradient adds every rank's queries
+        leading = grad.movedim(1, 0).float().contiguous()
+        chunk_len = leading.shape[0] // size
+        if dist.get_backend(group) == "gloo":
+            dist.all_reduce(leading, group=group)
+            part = leading[rank * chunk_len : (rank + 1) * chunk_len]
+        else:
+            part = leading.new_empty((chunk_len, *leading.shape[1:]))
+            dist.reduce_scatter_tensor(part, leading, group=group)
+        return part.movedim(0, 1).to(grad.dtype), None
+
+
+def gather_sequence(chunk: torch.Tensor, group) -> torch.Tensor:
+    """[B, chunk, ...] -> [B, cp x chunk, ...] over the context-parallel `group`, differentiable."""
+    return _GatherSequence.apply(chunk, group)
+
+
+@torch.no_grad()
+def sum_over_ranks(tensor: torch.Tensor, group) -> torch.Tensor:
+    """The sum of `tensor` over the ranks of `group`, without gradient."""
+    total = tensor.detach().clone()
+    dist.all_reduce(total, group=group)
+    return total
+
+
+def sequence_shard(seq_len: int, group, where: str = "[train.parallel] cp") -> SequenceShard:
+    """This rank's chunk of `seq_len` positions in the context-parallel `group`, with the collectives
+    the model calls bound to it."""
+    size, rank = dist.get_world_size(group), dist.get_rank(group)
+    if seq_len % size:
+        raise ValueError(
+            f"{where} = {size} must divide the sequence length {seq_len} (the data folder's meta.json seq_len); "
+            "choose a cp that divides it, or rebuild the data with such a seq_len"
+        )
+    chunk = seq_len // size
+    return SequenceShard(
+        start=rank * chunk,
+        end=(rank + 1) * chunk,
+        gather=lambda tensor: gather_sequence(tensor, group),
+        sum_over_ranks=lambda tensor: sum_over_ranks(tensor, group),
+    )
+
+
+def chunk_target_count(keep: torch.Tensor, shift: int, shard: SequenceShard | None) -> int:
+    """Targets among `keep` ([B, S - shift]: whether position t's token t + shift is a target) that
+    the chunk's positions predict (all of them without context parallel)."""
+    if shard is None:
+        return int(keep.sum())
+    return int(keep[:, shard.start : min(shard.end, keep.shape[1])].sum())
