@@ -31,4 +31,10 @@ class SynthConfig:
     teacher_endpoint: str = ""  # OpenAI-compatible base URL (".../v1"); empty: no rewrite
     teacher_model: str = ""
     teacher_timeout: float = 60.0
+    # the environment variable holding the teacher's API key (sent as a bearer token; unset: no key, as a
+    # local vLLM needs none)
+    teacher_api_key_env: str = "OPENAI_API_KEY"
+    teacher_retries: int = 3  # further attempts on connection errors, timeouts, HTTP 429 and 5xx
+    # the teacher writes a program from its own rewrite; it must reach the verified answer to be kept
+    teacher_reverify: bool = True
     out: str = ""  # default: <run_dir>/synth

@@ -103,6 +103,13 @@ def check_config(config: SynthConfig, where: str = "[synth]") -> None:
     if bool(config.teacher_endpoint) != bool(config.teacher_model):
         raise ValueError(f"{where}: give both teacher_endpoint and teacher_model (--teacher-endpoint URL "
                          "--teacher-model M), or neither")
+    if config.teacher_retries < 0:
+        raise ValueError(f"{where}.teacher_retries must be >= 0, got {config.teacher_retries}")
+    if (config.teacher_endpoint and config.teacher_api_key_env not in ("", "OPENAI_API_KEY")
+            and not os.environ.get(config.teacher_api_key_env)):
+        raise ValueError(f"{where}.teacher_api_key_env names {config.teacher_api_key_env}, which is not set in "
+                         "the environment; export it, or set teacher_api_key_env = \"\" for an endpoint "
+                         "without a key")
     if not split_families(config, "train") and config.n:
         raise ValueError(f"{where}: every family is held out; nothing is left for training")
 
@@ -328,14 +335,10 @@ def process_candidate(task: tuple[str, int]) -> dict:
                            "detail": verification.reject_detail}}
     statement_source = "template"
     teacher_outcome = None
-    if config.teacher_endpoint and candidate.representation == "text":
-        from data_synth.teacher import rewrite_statement
-
-        rewrite = rewrite_statement(statement, data, verification.objective, config.teacher_endpoint,
-                                    config.teacher_model, timeout=config.teacher_timeout)
-        teacher_outcome = rewrite.outcome
-        if rewrite.accepted:
-            statement, statement_source = rewrite.text, "teacher"
+    if config.teacher_endpoint and candidate.representation in ("text", "table"):
+        statement, teacher_outcome = _teacher_rewrite(config, statement, data, verification)
+        if teacher_outcome == "accepted":
+            statement_source = "teacher"
     solution_values = {name: {_index_key(i): v for i, v in values.items() if v is not None and abs(v) > 1e-9}
                        for name, values in verification.x.items()}
     record = {
@@ -379,6 +382,31 @@ def process_candidate(task: tuple[str, int]) -> dict:
     seconds["total"] = time.perf_counter() - started
     return {"index": index, "seconds": seconds, "record": record, "cpt": cpt, "sft": sft,
             "teacher": teacher_outcome}
+
+
+def teacher_endpoint(config: SynthConfig):
+    """The `[synth]` teacher settings as a `data_synth.teacher.TeacherEndpoint`."""
+    from data_synth.teacher import TeacherEndpoint
+
+    return TeacherEndpoint(config.teacher_endpoint, config.teacher_model,
+                           api_key=os.environ.get(config.teacher_api_key_env, "") if config.teacher_api_key_env else "",
+                           timeout=config.teacher_timeout, retries=config.teacher_retries)
+
+
+def _teacher_rewrite(config: SynthConfig, statement: str, data: dict, verification) -> tuple[str, str]:
+    """(statement to keep, teacher outcome): the teacher's rewrite when every check accepts it, re-verified by
+    running the program the teacher writes from it (check 3's rules: its solve must reach the objective)."""
+    from data_synth.teacher import rewrite_statement
+    from data_synth.verify import check_program
+
+    def reverify(program: str) -> tuple[bool, str]:
+        check = check_program(_WorkerState.sandbox, program, None, verification.status, verification.objective,
+                              config.program_timeout, {})
+        return check.passed, check.detail
+
+    rewrite = rewrite_statement(statement, data, verification.objective, teacher_endpoint(config),
+                                reverify=reverify if config.teacher_reverify else None)
+    return (rewrite.text if rewrite.accepted else statement), rewrite.outcome
 
 
 # ---------------------------------------------------------------------------------------- main side
@@ -481,6 +509,10 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
     """Synthesize into the folder `out`, resuming from its finished blocks; see the module docstring.
     Returns the counts and summary the stage's manifest records."""
     check_config(config)
+    if config.teacher_endpoint:
+        from data_synth.teacher import probe
+
+        probe(teacher_endpoint(config))  # an endpoint that is down is an error before any work
     out = Path(out)
     seen_hashes: set[str] = set()
     timing = Counter()
