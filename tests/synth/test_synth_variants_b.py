@@ -17,8 +17,10 @@ from trex_sandbox import Sandbox, SandboxSettings
 STATED = {
     "production_mix": {"integer_units": "Only whole", "min_output": "A signed contract requires",
                        "extra_capacity": "can be bought: up to"},
+    "transportation": {"route_capacity": "Route limits:", "forbidden": "routes are closed",
+                       "fixed_cost": "adds a fixed cost"},
 }
-BASE = {"production_mix": "base"}
+BASE = {"production_mix": "base", "transportation": "base"}
 
 
 def variant_names(parts: list[str], base: str) -> set[str]:
