@@ -19,8 +19,10 @@ STATED = {
                        "extra_capacity": "can be bought: up to"},
     "transportation": {"route_capacity": "Route limits:", "forbidden": "routes are closed",
                        "fixed_cost": "adds a fixed cost"},
+    "multi_dim_knapsack": {"max_items": "at most", "requires": "depend on another one",
+                           "max_copies": "several times"},
 }
-BASE = {"production_mix": "base", "transportation": "base"}
+BASE = {"production_mix": "base", "transportation": "base", "multi_dim_knapsack": "base"}
 
 
 def variant_names(parts: list[str], base: str) -> set[str]:
