@@ -21,8 +21,10 @@ STATED = {
                        "fixed_cost": "adds a fixed cost"},
     "multi_dim_knapsack": {"max_items": "at most", "requires": "depend on another one",
                            "max_copies": "several times"},
+    "multi_period_production": {"backorder_cost": "delivered late", "setup_cost": "requires a setup",
+                                "final_stock": "a stock must remain"},
 }
-BASE = {"production_mix": "base", "transportation": "base", "multi_dim_knapsack": "base"}
+BASE = {name: "base" for name in STATED}
 
 
 def variant_names(parts: list[str], base: str) -> set[str]:
