@@ -23,6 +23,7 @@ STATED = {
                            "max_copies": "several times"},
     "multi_period_production": {"backorder_cost": "delivered late", "setup_cost": "requires a setup",
                                 "final_stock": "a stock must remain"},
+    "network_design": {"hub_capacity": "throughput limit", "hub_cost": "Using an intermediate node"},
 }
 BASE = {name: "base" for name in STATED}
 
