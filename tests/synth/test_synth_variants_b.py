@@ -24,6 +24,7 @@ STATED = {
     "multi_period_production": {"backorder_cost": "delivered late", "setup_cost": "requires a setup",
                                 "final_stock": "a stock must remain"},
     "network_design": {"hub_capacity": "throughput limit", "hub_cost": "Using an intermediate node"},
+    "portfolio_qp": {"risk_aversion": "risk-adjusted", "high_risk": "high-risk", "current_weight": "turnover"},
 }
 BASE = {name: "base" for name in STATED}
 
