@@ -25,6 +25,8 @@ STATED = {
                                 "final_stock": "a stock must remain"},
     "network_design": {"hub_capacity": "throughput limit", "hub_cost": "Using an intermediate node"},
     "portfolio_qp": {"risk_aversion": "risk-adjusted", "high_risk": "high-risk", "current_weight": "turnover"},
+    "project_selection": {"exclusive": "are alternatives", "synergy": "synergy bonus",
+                          "max_projects": "can run at most"},
 }
 BASE = {name: "base" for name in STATED}
 
