@@ -27,6 +27,7 @@ STATED = {
     "portfolio_qp": {"risk_aversion": "risk-adjusted", "high_risk": "high-risk", "current_weight": "turnover"},
     "project_selection": {"exclusive": "are alternatives", "synergy": "synergy bonus",
                           "max_projects": "can run at most"},
+    "set_cover": {"max_sites": "At most", "conflicts": "cannot both be chosen", "shortfall_penalty": "at a penalty"},
 }
 BASE = {name: "base" for name in STATED}
 
