@@ -28,6 +28,8 @@ STATED = {
     "project_selection": {"exclusive": "are alternatives", "synergy": "synergy bonus",
                           "max_projects": "can run at most"},
     "set_cover": {"max_sites": "At most", "conflicts": "cannot both be chosen", "shortfall_penalty": "at a penalty"},
+    "shift_scheduling": {"max_staff": "hiring freeze", "max_per_shift": "Workstations are limited",
+                         "min_crew": "needs a crew of at least"},
 }
 BASE = {name: "base" for name in STATED}
 
