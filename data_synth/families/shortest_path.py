@@ -249,7 +249,7 @@ model.resource = pyo.Constraint(expr=sum(resource[l] * model.use[l] for l in lin
         if "avoid" in data:
             rules.append(f"The route may not pass through {data['avoid']}.")
         if "max_hops" in data:
-            rules.append(f"The route may use at most {fmt(data['max_hops'])} links.")
+            rules.append(f"The route may use at most {fmt(data['max_hops'])} links in all.")
         if "resource" in data:
             resource, resource_unit = words["resource"], words["resource_unit"]
             rules.append(f"Each link also has a {resource} in {resource_unit}, and the whole route may use at most "

@@ -30,7 +30,7 @@ STATED = {
     "set_cover": {"max_sites": "At most", "conflicts": "cannot both be chosen", "shortfall_penalty": "at a penalty"},
     "shift_scheduling": {"max_staff": "hiring freeze", "max_per_shift": "Workstations are limited",
                          "min_crew": "needs a crew of at least"},
-    "shortest_path": {"avoid": "may not pass through", "max_hops": "may use at most", "resource": "Each link also has"},
+    "shortest_path": {"avoid": "may not pass through", "max_hops": "links in all", "resource": "Each link also has"},
 }
 BASE = {name: "base" for name in STATED}
 
