@@ -13,7 +13,8 @@ from data_synth.render import program_data, render_program
 from data_synth.verify import verify_instance
 from trex_sandbox import Sandbox, SandboxSettings
 
-# family -> {variant part: a phrase the text statement has exactly when the instance has that part}
+# family -> {variant part: a phrase the text statement has exactly when the instance has that part; None for a
+# modelling choice that leaves the problem, and so the statement, unchanged}
 STATED = {
     "production_mix": {"integer_units": "Only whole", "min_output": "A signed contract requires",
                        "extra_capacity": "can be bought: up to"},
@@ -30,6 +31,7 @@ STATED = {
     "set_cover": {"max_sites": "At most", "conflicts": "cannot both be chosen", "shortfall_penalty": "at a penalty"},
     "shift_scheduling": {"max_staff": "hiring freeze", "max_per_shift": "Workstations are limited",
                          "min_crew": "needs a crew of at least"},
+    "tsp": {"flow": None, "precedence": "must come before others", "closed": "no usable direct connection"},
     "shortest_path": {"avoid": "may not pass through", "max_hops": "links in all", "resource": "Each link also has"},
 }
 BASE = {name: "base" for name in STATED}
@@ -75,6 +77,8 @@ def test_every_variant_writes_its_own_program_states_it_and_verifies(name):
             for k, (scenario, data) in enumerate(same):
                 text = family.render_statement(data, scenario, "text")
                 for part, phrase in STATED[name].items():
+                    if phrase is None:
+                        continue
                     assert (phrase in text) == (part in variant.split("+")), f"{variant}: {phrase!r}"
                 representation = ("text", "table", "file")[(k + len(variant)) % 3]
                 statement = family.render_statement(data, scenario, representation)
