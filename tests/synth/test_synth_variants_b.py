@@ -33,6 +33,7 @@ STATED = {
                          "min_crew": "needs a crew of at least"},
     "tsp": {"flow": None, "precedence": "must come before others", "closed": "no usable direct connection"},
     "shortest_path": {"avoid": "may not pass through", "max_hops": "links in all", "resource": "Each link also has"},
+    "vertex_cover": {"forbidden": "cannot be chosen", "max_nodes": "No more than", "uncovered_penalty": "left uncovered"},
 }
 BASE = {name: "base" for name in STATED}
 
