@@ -34,6 +34,8 @@ STATED = {
     "tsp": {"flow": None, "precedence": "must come before others", "closed": "no usable direct connection"},
     "shortest_path": {"avoid": "may not pass through", "max_hops": "links in all", "resource": "Each link also has"},
     "vertex_cover": {"forbidden": "cannot be chosen", "max_nodes": "No more than", "uncovered_penalty": "left uncovered"},
+    "workforce_planning": {"overtime_cost": "overtime hours", "max_releases": "labour agreement",
+                           "min_staff": "must be on staff in every month"},
 }
 BASE = {name: "base" for name in STATED}
 
