@@ -4,10 +4,11 @@ instances, a cap on the share of any one asset.
 
 Structure variants (drawn per instance, recorded by the keys present; all stay continuous QPs, which
 HiGHS solves): a mean-variance trade-off objective (`risk_aversion` times the variance minus the expected
-return) in place of the return target, a cap on the combined share of the high-risk assets
-(`high_risk` with `max_high_risk`), and a rebalancing from a current portfolio with limited turnover
-(`current_weight` with `max_turnover`, buy and sell variables), each present or absent, so the program has
-eight skeletons (twice that with the per-asset cap of the larger instances)."""
+return) instead of the variance alone, with the return target kept as a lower floor; a cap on the combined
+share of the high-risk assets (`high_risk` with `max_high_risk`); and a rebalancing from a current
+portfolio with limited turnover (`current_weight` with `max_turnover`, buy and sell variables), each
+present or absent, so the program has eight skeletons (twice that with the per-asset cap of the larger
+instances)."""
 
 from __future__ import annotations
 
@@ -65,8 +66,7 @@ class PortfolioQP(ProblemFamily):
         "assets": "list of asset names",
         "expected_return": "expected annual return of each asset in percent, keyed by asset",
         "covariance": "covariance[a][b]: covariance of the annual returns of a and b, in percent squared",
-        "target_return": "minimum expected annual return of the portfolio, in percent (only when there is a "
-                         "return target)",
+        "target_return": "minimum expected annual return of the portfolio, in percent",
         "risk_aversion": "weight of the variance in the objective, which minimizes risk_aversion * variance minus "
                          "the expected return (only when the objective trades risk against return)",
         "max_weight": "largest fraction of the budget any one asset may receive (only when there is a cap)",
@@ -123,7 +123,7 @@ model.rebalance = pyo.Constraint(assets, rule=lambda model, a: model.weight[a]
 model.turnover = pyo.Constraint(expr=sum(model.buy[a] + model.sell[a] for a in assets) <= data["max_turnover"])
 '''
 
-    model_code = _HEAD + _VARIANCE + _BUDGET + _TARGET + _CAP  # the classic Markowitz model with a cap
+    model_code = _HEAD + _VARIANCE + _BUDGET + _TARGET  # the classic Markowitz model
 
     def model_code_for(self, data: dict) -> str:
         code = self._HEAD + (self._TRADE_OFF if "risk_aversion" in data else self._VARIANCE) + self._BUDGET
@@ -163,13 +163,15 @@ model.turnover = pyo.Constraint(expr=sum(model.buy[a] + model.sell[a] for a in a
         if rng.random() < 0.5 and risky and room >= 0.7:
             data["high_risk"] = risky
             data["max_high_risk"] = rng.choice([0.3, 0.35, 0.4, 0.45, 0.5])
+        best = self._highest_return(data)
+        lowest = min(expected.values())
         if rng.random() < 0.5:
+            # risk is traded against return in the objective; the return target stays as a lower floor
             data["risk_aversion"] = rng.choice([0.02, 0.03, 0.05, 0.08, 0.1])
+            share = rng.uniform(0.1, 0.4)
         else:
-            best = self._highest_return(data)
-            lowest = min(expected.values())
-            data["target_return"] = min(round(lowest + rng.uniform(0.5, 0.85) * (best - lowest), 1),
-                                        int(best * 10) / 10)
+            share = rng.uniform(0.5, 0.85)
+        data["target_return"] = min(round(lowest + share * (best - lowest), 1), int(best * 10) / 10)
         if rng.random() < 0.5:
             # the current portfolio is the highest-return one (it meets every limit and any target), held by an
             # aggressive mandate; rebalancing is limited

@@ -95,7 +95,7 @@ model.crew_min = pyo.Constraint(data["shifts"], rule=lambda model, s: model.staf
 model.crew_max = pyo.Constraint(data["shifts"], rule=lambda model, s: model.staff[s] <= busiest * model.used[s])
 '''
 
-    model_code = _HEAD + _HEADCOUNT  # the cover model with a headcount limit
+    model_code = _HEAD  # the base cover model (the other pieces are optional)
 
     def model_code_for(self, data: dict) -> str:
         code = self._HEAD
