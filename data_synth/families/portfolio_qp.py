@@ -6,7 +6,8 @@ Structure variants (drawn per instance, recorded by the keys present; all stay c
 HiGHS solves): a mean-variance trade-off objective (`risk_aversion` times the variance minus the expected
 return) instead of the variance alone, with the return target kept as a lower floor; a cap on the combined
 share of the high-risk assets (`high_risk` with `max_high_risk`); and a rebalancing from a current
-portfolio with limited turnover (`current_weight` with `max_turnover`, buy and sell variables), each
+portfolio with limited turnover (`current_weight` with `max_turnover`, one traded-amount variable per
+asset that bounds the change from above and below), each
 present or absent, so the program has eight skeletons (twice that with the per-asset cap of the larger
 instances)."""
 
@@ -33,20 +34,23 @@ SCENARIOS = (
         "investor": "a pension fund's investment committee",
         "assets": [("domestic equities", 3), ("government bonds", 1), ("real estate", 2),
                    ("international equities", 3), ("corporate bonds", 1), ("infrastructure", 2),
-                   ("commodities", 3), ("private credit", 2)],
+                   ("commodities", 3), ("private credit", 2), ("emerging-market equities", 3),
+                   ("inflation-linked bonds", 1), ("hedge funds", 2)],
         "asset": "asset class", "assets_word": "asset classes", "goal": "the strategic allocation for next year",
     }),
     Scenario("robo", "retail wealth management", {
         "investor": "a robo-advisor",
         "assets": [("ETF-USA", 3), ("ETF-BONDS", 1), ("ETF-EUROPE", 3), ("ETF-TIPS", 1), ("ETF-REIT", 2),
-                   ("ETF-GOLD", 2), ("ETF-ASIA", 3), ("ETF-CREDIT", 1)],
+                   ("ETF-GOLD", 2), ("ETF-ASIA", 3), ("ETF-CREDIT", 1), ("ETF-SMALLCAP", 3), ("ETF-MUNI", 1),
+                   ("ETF-DIVIDEND", 2)],
         "asset": "exchange-traded fund", "assets_word": "exchange-traded funds",
         "goal": "a model portfolio for its balanced clients",
     }),
     Scenario("endowment", "university endowment", {
         "investor": "a university endowment office",
         "assets": [("Alder Tech", 3), ("Elm Utilities", 1), ("Cedar Health", 2), ("Birch Energy", 3),
-                   ("Fir Banking", 2), ("Dogwood Retail", 2), ("Ginkgo Pharma", 3), ("Hazel Logistics", 1)],
+                   ("Fir Banking", 2), ("Dogwood Retail", 2), ("Ginkgo Pharma", 3), ("Hazel Logistics", 1),
+                   ("Ivy Software", 3), ("Juniper Foods", 1), ("Laurel Insurance", 2)],
         "asset": "stock", "assets_word": "stocks", "goal": "a concentrated equity sleeve",
     }),
 )
@@ -115,12 +119,13 @@ model.high_risk = pyo.Constraint(expr=sum(model.weight[a] for a in data["high_ri
 '''
     _TURNOVER = '''\
 
-# rebalancing: the new weight is the current one plus what is bought minus what is sold
-model.buy = pyo.Var(assets, domain=pyo.NonNegativeReals)
-model.sell = pyo.Var(assets, domain=pyo.NonNegativeReals)
-model.rebalance = pyo.Constraint(assets, rule=lambda model, a: model.weight[a]
-                                 == data["current_weight"][a] + model.buy[a] - model.sell[a])
-model.turnover = pyo.Constraint(expr=sum(model.buy[a] + model.sell[a] for a in assets) <= data["max_turnover"])
+# rebalancing: trade[a] is at least the change |weight - current weight| of each asset
+model.trade = pyo.Var(assets, domain=pyo.NonNegativeReals)
+model.bought = pyo.Constraint(assets, rule=lambda model, a: model.trade[a]
+                              >= model.weight[a] - data["current_weight"][a])
+model.sold = pyo.Constraint(assets, rule=lambda model, a: model.trade[a]
+                            >= data["current_weight"][a] - model.weight[a])
+model.turnover = pyo.Constraint(expr=sum(model.trade[a] for a in assets) <= data["max_turnover"])
 '''
 
     model_code = _HEAD + _VARIANCE + _BUDGET + _TARGET  # the classic Markowitz model
@@ -139,11 +144,11 @@ model.turnover = pyo.Constraint(expr=sum(model.buy[a] + model.sell[a] for a in a
 
     def domains_for(self, data: dict) -> dict[str, str]:
         if "current_weight" in data:
-            return {"weight": "nonnegative", "buy": "nonnegative", "sell": "nonnegative"}
+            return {"weight": "nonnegative", "trade": "nonnegative"}
         return self.domains
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
-        n_assets = size_for(difficulty, 3, 5, 8)
+        n_assets = size_for(difficulty, 3, 5, 11)
         chosen = scenario.words["assets"][:n_assets]
         assets = [name for name, _ in chosen]
         # covariance from a factor model with integer loadings: F F' + diag(s) is positive definite
@@ -225,17 +230,13 @@ model.turnover = pyo.Constraint(expr=sum(model.buy[a] + model.sell[a] for a in a
         if "high_risk" in data:
             matrix.add_row({column[a]: 1.0 for a in data["high_risk"]}, upper=data["max_high_risk"], name="high_risk")
         if "current_weight" in data:
-            # |w - w0| summed, through buy and sell columns
-            moved = {}
+            # t_a >= |w_a - w0_a| as two rows: w_a - t_a <= w0_a and w_a + t_a >= w0_a
+            traded = {a: matrix.add_var(f"trade[{a}]") for a in assets}
             for a in assets:
-                buy = matrix.add_var(f"buy[{a}]")
-                sell = matrix.add_var(f"sell[{a}]")
-                moved[a] = (buy, sell)
                 current = data["current_weight"][a]
-                matrix.add_row({column[a]: 1.0, buy: -1.0, sell: 1.0}, lower=current, upper=current,
-                               name=f"rebalance[{a}]")
-            matrix.add_row({c: 1.0 for pair in moved.values() for c in pair}, upper=data["max_turnover"],
-                           name="turnover")
+                matrix.add_row({column[a]: 1.0, traded[a]: -1.0}, upper=current, name=f"bought[{a}]")
+                matrix.add_row({column[a]: 1.0, traded[a]: 1.0}, lower=current, name=f"sold[{a}]")
+            matrix.add_row({traded[a]: 1.0 for a in assets}, upper=data["max_turnover"], name="turnover")
 
     def constraint_rows(self, data: dict, x: dict):
         weight = x["weight"]
@@ -249,10 +250,11 @@ model.turnover = pyo.Constraint(expr=sum(model.buy[a] + model.sell[a] for a in a
         if "high_risk" in data:
             yield Row("high_risk", sum(weight[a] for a in data["high_risk"]), "<=", data["max_high_risk"])
         if "current_weight" in data:
-            buy, sell = x["buy"], x["sell"]
+            trade = x["trade"]
             for a in data["assets"]:
-                yield Row(f"rebalance[{a}]", weight[a] - buy[a] + sell[a], "==", data["current_weight"][a])
-            yield Row("turnover", sum(buy[a] + sell[a] for a in data["assets"]), "<=", data["max_turnover"])
+                yield Row(f"bought[{a}]", trade[a] - weight[a], ">=", -data["current_weight"][a])
+                yield Row(f"sold[{a}]", trade[a] + weight[a], ">=", data["current_weight"][a])
+            yield Row("turnover", sum(trade[a] for a in data["assets"]), "<=", data["max_turnover"])
 
     def variance(self, data: dict, x: dict) -> float:
         weight = x["weight"]
@@ -342,9 +344,9 @@ model.turnover = pyo.Constraint(expr=sum(model.buy[a] + model.sell[a] for a in a
             rows.append("& \\sum_{a \\in H} w_a \\le h")
         if "current_weight" in data:
             parameters += ", current weights $w^0_a$, turnover limit $T$"
-            variables += "; $b_a, s_a \\ge 0$, fractions bought and sold"
-            rows += ["& w_a = w^0_a + b_a - s_a && \\forall a \\in A",
-                     "& \\sum_{a \\in A} (b_a + s_a) \\le T"]
+            variables += "; $t_a \\ge 0$, fraction of the budget traded in asset $a$"
+            rows += ["& t_a \\ge w_a - w^0_a,\\ t_a \\ge w^0_a - w_a && \\forall a \\in A",
+                     "& \\sum_{a \\in A} t_a \\le T"]
         rows.append("& w_a \\ge 0 && \\forall a \\in A")
         return (
             f"**Sets**: {sets}.\n\n"

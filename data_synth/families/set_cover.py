@@ -165,7 +165,7 @@ model.conflicts = pyo.Constraint(
                 if pairs:
                     data["conflicts"] = sorted(pairs)
         if rng.random() < 0.5:
-            soft = sorted(rng.sample(areas, max(1, n_areas // 2)), key=areas.index)
+            soft = sorted(rng.sample(areas, max(1, n_areas // 4)), key=areas.index)
             data["shortfall_penalty"] = {a: rng.randint(3, 9) * 10 for a in soft}
         return data
 
