@@ -1,5 +1,10 @@
 """Multi-dimensional knapsack (IP): choose items, each taken whole or not at all, to maximize total value
-while several resources (weight, volume, power, ...) each stay within their capacity."""
+while several resources (weight, volume, power, ...) each stay within their capacity.
+
+Structure variants (drawn per instance, recorded by the keys present): a limit on the number of items
+(`max_items`), items that can only be chosen together with another one (`requires`), and items that can be
+taken several times up to a bound (`max_copies`: the bounded knapsack, general integer variables), each
+present or absent, so the program has eight skeletons."""
 
 from __future__ import annotations
 
@@ -57,23 +62,72 @@ class MultiDimKnapsack(ProblemFamily):
         "value": "value of each item, keyed by item",
         "usage": "usage[resource][item]: amount of the resource the item uses",
         "capacity": "available amount of each resource, keyed by resource",
-        "max_items": "most items that can be chosen",
+        "max_items": "most items that can be chosen (only when there is such a limit)",
+        "requires": "list of [item, other]: the item can only be chosen when the other is (only when some items "
+                    "depend on others)",
+        "max_copies": "most times each item can be taken, keyed by item (only when items can be taken more than "
+                      "once)",
         "required": "items that must be chosen (may be empty)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 model.I = pyo.Set(initialize=data["items"])
 model.R = pyo.Set(initialize=data["resources"])
+'''
+    _PICK = '''\
 model.pick = pyo.Var(model.I, domain=pyo.Binary)
+'''
+    _PICK_COPIES = '''\
+model.pick = pyo.Var(model.I, domain=pyo.NonNegativeIntegers, bounds=lambda model, i: (0, data["max_copies"][i]))
+'''
+    _CAPACITY = '''\
 
 model.obj = pyo.Objective(expr=sum(data["value"][i] * model.pick[i] for i in model.I), sense=pyo.maximize)
 model.capacity = pyo.Constraint(
     model.R,
     rule=lambda model, r: sum(data["usage"][r][i] * model.pick[i] for i in model.I) <= data["capacity"][r],
 )
-model.max_items = pyo.Constraint(expr=sum(model.pick[i] for i in model.I) <= data["max_items"])
-model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pick[i] == 1)
 '''
+    _MAX_ITEMS = '''\
+model.max_items = pyo.Constraint(expr=sum(model.pick[i] for i in model.I) <= data["max_items"])
+'''
+    _REQUIRES = '''\
+model.P = pyo.RangeSet(0, len(data["requires"]) - 1)
+model.requires = pyo.Constraint(
+    model.P, rule=lambda model, p: model.pick[data["requires"][p][0]] <= model.pick[data["requires"][p][1]]
+)
+'''
+    _REQUIRES_COPIES = '''\
+# an item is taken only when its prerequisite is taken at least once
+model.P = pyo.RangeSet(0, len(data["requires"]) - 1)
+model.requires = pyo.Constraint(
+    model.P,
+    rule=lambda model, p: model.pick[data["requires"][p][0]]
+    <= data["max_copies"][data["requires"][p][0]] * model.pick[data["requires"][p][1]],
+)
+'''
+    _TAIL = '''\
+model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pick[i] >= 1)
+'''
+
+    model_code = _HEAD + _PICK + _CAPACITY + _MAX_ITEMS + _TAIL  # binary items with an item limit
+
+    def model_code_for(self, data: dict) -> str:
+        copies = "max_copies" in data
+        code = self._HEAD + (self._PICK_COPIES if copies else self._PICK) + self._CAPACITY
+        if "max_items" in data:
+            code += self._MAX_ITEMS
+        if "requires" in data:
+            code += self._REQUIRES_COPIES if copies else self._REQUIRES
+        return code + self._TAIL
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("max_items", "requires", "max_copies") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {"pick": "nonnegative_integer" if "max_copies" in data else "binary"}
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -86,8 +140,19 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
         value = {i: rng.randint(*words["value_range"]) for i in items}
         capacity = {r: max(1, int(sum(usage[r].values()) * rng.uniform(0.3, 0.55))) for r in resources}
         max_items = max(2, round(n_items * rng.uniform(0.2, 0.4)))
-        return {"items": items, "resources": resources, "value": value, "usage": usage, "capacity": capacity,
-                "max_items": max_items, "required": []}
+        data = {"items": items, "resources": resources, "value": value, "usage": usage, "capacity": capacity,
+                "required": []}
+        if rng.random() < 0.5:
+            data["max_items"] = max_items
+        if rng.random() < 0.5:
+            # a later item depends on an earlier one (no cycles); one prerequisite per dependent item
+            dependent = sorted(rng.sample(range(1, n_items), max(1, n_items // 4)))
+            data["requires"] = [[items[k], items[rng.randrange(k)]] for k in dependent]
+        if rng.random() < 0.5:
+            data["max_copies"] = {i: rng.randint(2, 4) for i in items}
+            if "max_items" in data:
+                data["max_items"] = 2 * max_items  # counts copies now
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # mandatory items whose use of one resource already exceeds its capacity
@@ -102,26 +167,38 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
         if used <= data["capacity"][resource]:
             return None
         data["required"] = required
-        data["max_items"] = max(data["max_items"], len(required))
+        if "max_items" in data:
+            data["max_items"] = max(data["max_items"], len(required))
         return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
         required = set(data["required"])
-        columns = {i: matrix.add_var(f"pick[{i}]", 1.0 if i in required else 0.0, 1.0, cost=data["value"][i],
-                                     integer=True) for i in data["items"]}
+        copies = data.get("max_copies", {})
+        columns = {i: matrix.add_var(f"pick[{i}]", 1.0 if i in required else 0.0, copies.get(i, 1.0),
+                                     cost=data["value"][i], integer=True) for i in data["items"]}
         for r in data["resources"]:
             matrix.add_row({columns[i]: data["usage"][r][i] for i in data["items"]}, upper=data["capacity"][r],
                            name=f"capacity[{r}]")
-        matrix.add_row({columns[i]: 1.0 for i in data["items"]}, upper=data["max_items"], name="max_items")
+        if "max_items" in data:
+            matrix.add_row({columns[i]: 1.0 for i in data["items"]}, upper=data["max_items"], name="max_items")
+        for i, j in data.get("requires", ()):
+            matrix.add_row({columns[i]: 1.0, columns[j]: -float(copies.get(i, 1.0))}, upper=0.0,
+                           name=f"requires[{i},{j}]")
 
     def constraint_rows(self, data: dict, x: dict):
         pick = x["pick"]
         for r in data["resources"]:
             yield Row(f"capacity[{r}]", sum(data["usage"][r][i] * pick[i] for i in data["items"]), "<=",
                       data["capacity"][r])
-        yield Row("max_items", sum(pick[i] for i in data["items"]), "<=", data["max_items"])
+        if "max_items" in data:
+            yield Row("max_items", sum(pick[i] for i in data["items"]), "<=", data["max_items"])
+        copies = data.get("max_copies", {})
+        for i, j in data.get("requires", ()):
+            yield Row(f"requires[{i},{j}]", pick[i] - copies.get(i, 1) * pick[j], "<=", 0)
         for i in data["required"]:
-            yield Row(f"required[{i}]", pick[i], "==", 1)
+            yield Row(f"required[{i}]", pick[i], ">=", 1)
+        for i, bound in copies.items():
+            yield Row(f"max_copies[{i}]", pick[i], "<=", bound)
 
     def objective_value(self, data: dict, x: dict) -> float:
         return sum(data["value"][i] * x["pick"][i] for i in data["items"])
@@ -139,12 +216,26 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
             "imaging": f"{words['company'].capitalize()} must pick which of {len(items)} {item_word}s to serve "
                        f"during {words['container']}.",
         }[scenario.key]
-        limits = "Available: " + ", ".join(f"{fmt(data['capacity'][r])} {units[r]} of {r}" for r in resources) + "; "
-        limits += words["count_limit"].format(k=fmt(data["max_items"])) + "."
+        limits = "Available: " + ", ".join(f"{fmt(data['capacity'][r])} {units[r]} of {r}" for r in resources)
+        if "max_items" in data:
+            limit = words["count_limit"].format(k=fmt(data["max_items"]))
+            limits += "; " + (limit + " (counting every copy)" if "max_copies" in data else limit)
+        limits += "."
+        if "requires" in data:
+            limits += (f" Some {item_word}s depend on another one: "
+                       + "; ".join(f"{i} can only be chosen if {j} is chosen too" for i, j in data["requires"]) + ".")
+        if "max_copies" in data and representation == "text":
+            limits += (f" Each {item_word} can be taken several times, up to a limit: "
+                       + ", ".join(f"{i} up to {fmt(n)} times" for i, n in data["max_copies"].items()) + ".")
         if data["required"]:
             limits += " " + ", ".join(data["required"]) + " must be chosen."
-        question = (f"Each {item_word} is taken whole or not at all. Which should be chosen to maximize the total "
-                    f"{words['value_word']} without exceeding any limit, and what is that total?")
+        if "max_copies" in data:
+            question = (f"Each {item_word} is taken a whole number of times, within its limit. How many times should "
+                        f"each be chosen to maximize the total {words['value_word']} without exceeding any limit, and "
+                        "what is that total?")
+        else:
+            question = (f"Each {item_word} is taken whole or not at all. Which should be chosen to maximize the total "
+                        f"{words['value_word']} without exceeding any limit, and what is that total?")
         if representation == "text":
             listing = " ".join(
                 f"{i} is worth {fmt(data['value'][i])} {words['value_unit']} and needs "
@@ -152,25 +243,51 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
                 for i in items)
             return f"{intro} {listing} {limits} {question}"
         if representation == "table":
+            copies = ["most copies"] if "max_copies" in data else []
             table = markdown_table(
-                [item_word, f"{words['value_word']} ({words['value_unit']})", *[f"{r} ({units[r]})" for r in resources]],
-                [[i, data["value"][i], *[data["usage"][r][i] for r in resources]] for i in items])
+                [item_word, f"{words['value_word']} ({words['value_unit']})", *[f"{r} ({units[r]})" for r in resources],
+                 *copies],
+                [[i, data["value"][i], *[data["usage"][r][i] for r in resources],
+                  *([data["max_copies"][i]] if copies else [])] for i in items])
             return f"{intro}\n\n{table}\n\n{limits} {question}"
         if representation == "file":
-            return (f"{intro} Every {item_word} has a value and uses several limited resources. {question}\n\n"
-                    f"{describe_data_file(self.data_fields)}")
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            rules = ""
+            if "max_items" in data:
+                rules += f" The number of {item_word}s chosen is limited."
+            if "requires" in data:
+                rules += f" Some {item_word}s depend on another one and can only be chosen if it is chosen too."
+            return (f"{intro} Every {item_word} has a value and uses several limited resources.{rules} {question}\n\n"
+                    f"{describe_data_file(fields)}")
         raise ValueError(f"unknown representation {representation!r}")
 
     def formulation(self, data: dict) -> str:
+        copies = "max_copies" in data
+        sets = "items $I$, resources $R$, mandatory items $M \\subseteq I$"
+        parameters = "value $v_i$, usage $a_{ri}$, capacity $b_r$"
+        rows = ["\\text{s.t.}\\ & \\sum_{i \\in I} a_{ri} x_i \\le b_r && \\forall r \\in R"]
+        if "max_items" in data:
+            parameters += ", item limit $K$"
+            rows.append("& \\sum_{i \\in I} x_i \\le K")
+        if copies:
+            parameters += ", most copies $u_i$"
+        if "requires" in data:
+            sets += ", dependencies $D \\subseteq I \\times I$ ($i$ needs $j$)"
+            rows.append(("& x_i \\le u_i x_j" if copies else "& x_i \\le x_j") + " && \\forall (i, j) \\in D")
+        rows.append("& x_i \\ge 1 && \\forall i \\in M")
+        if copies:
+            variables = "$x_i \\in \\{0, 1, \\dots, u_i\\}$, how many times item $i$ is taken"
+            rows.append("& x_i \\in \\mathbb{Z}, 0 \\le x_i \\le u_i && \\forall i \\in I")
+        else:
+            variables = "$x_i \\in \\{0, 1\\}$, 1 when item $i$ is chosen"
+            rows.append("& x_i \\in \\{0, 1\\} && \\forall i \\in I")
         return (
-            "**Sets**: items $I$, resources $R$, mandatory items $M \\subseteq I$.\n\n"
-            "**Parameters**: value $v_i$, usage $a_{ri}$, capacity $b_r$, item limit $K$.\n\n"
-            "**Variables**: $x_i \\in \\{0, 1\\}$, 1 when item $i$ is chosen.\n\n"
-            "$$\n\\begin{aligned}\n\\max\\ & \\sum_{i \\in I} v_i x_i \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{i \\in I} a_{ri} x_i \\le b_r && \\forall r \\in R \\\\\n"
-            "& \\sum_{i \\in I} x_i \\le K \\\\\n"
-            "& x_i = 1 && \\forall i \\in M \\\\\n"
-            "& x_i \\in \\{0, 1\\} && \\forall i \\in I\n\\end{aligned}\n$$"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            "$$\n\\begin{aligned}\n\\max\\ & \\sum_{i \\in I} v_i x_i \\\\\n" + " \\\\\n".join(rows)
+            + "\n\\end{aligned}\n$$"
         )
 
 

@@ -1,6 +1,12 @@
 """Multi-period production and inventory planning (LP): meet seasonal demand over several periods with
 regular-time and overtime production, storing goods ahead of the peak when that is cheaper than
-overtime, within limited storage."""
+overtime, within limited storage.
+
+Structure variants (drawn per instance, recorded by the keys present): demand that may be delivered late at
+a cost per unit and period, all of it by the end of the horizon (`backorder_cost`, a backlog variable), a
+setup cost for every period in which a product is made at all (`setup_cost`, binaries: a MILP lot-sizing
+model), and a stock each product must have at the end of the horizon (`final_stock`), each present or
+absent, so the program has eight skeletons."""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import math
 import random
 
 from data_synth.family import (
+    INF,
     MatrixModel,
     ProblemFamily,
     Row,
@@ -42,6 +49,11 @@ SCENARIOS = (
 )
 
 
+def objective_line(terms: list[str]) -> str:
+    """The Pyomo objective over the cost terms the model code has defined."""
+    return f"model.obj = pyo.Objective(expr={' + '.join(terms)}, sense=pyo.minimize)\n"
+
+
 class MultiPeriodProduction(ProblemFamily):
     name = "multi_period_production"
     title = "Multi-period production and inventory planning"
@@ -61,20 +73,42 @@ class MultiPeriodProduction(ProblemFamily):
         "overtime_hours": "overtime labour hours available in each period, keyed by period",
         "overtime_premium": "extra cost per overtime labour hour",
         "storage_capacity": "most units (all products together) that can be held in stock at the end of a period",
+        "backorder_cost": "cost per unit of demand delivered one period late, keyed by product (only when demand "
+                          "may be backordered)",
+        "setup_cost": "fixed cost of making a product at all in a period, keyed by product (only when there are "
+                      "setup costs)",
+        "final_stock": "units of each product that must be in stock at the end of the last period, keyed by "
+                       "product (only when such a stock is required)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _VARIABLES = '''\
 model = pyo.ConcreteModel()
 products, periods = data["products"], data["periods"]
 model.regular = pyo.Var(products, periods, domain=pyo.NonNegativeReals)   # units made in regular time
 model.overtime = pyo.Var(products, periods, domain=pyo.NonNegativeReals)  # units made in overtime
 model.stock = pyo.Var(products, periods, domain=pyo.NonNegativeReals)     # units held at the period's end
+'''
+    _BACKLOG_VARIABLE = '''\
+model.backlog = pyo.Var(products, periods, domain=pyo.NonNegativeReals)   # demand still owed at the period's end
+'''
+    _SETUP_VARIABLE = '''\
+model.produce = pyo.Var(products, periods, domain=pyo.Binary)             # 1 when the product is made at all
+'''
+    _COSTS = '''\
 
 material = sum(data["unit_cost"][p] * (model.regular[p, t] + model.overtime[p, t])
                for p in products for t in periods)
 overtime = sum(data["overtime_premium"] * data["hours_per_unit"][p] * model.overtime[p, t]
                for p in products for t in periods)
 holding = sum(data["holding_cost"][p] * model.stock[p, t] for p in products for t in periods)
-model.obj = pyo.Objective(expr=material + overtime + holding, sense=pyo.minimize)
+'''
+    _BACKLOG_COST = '''\
+late = sum(data["backorder_cost"][p] * model.backlog[p, t] for p in products for t in periods)
+'''
+    _SETUP_COST = '''\
+setups = sum(data["setup_cost"][p] * model.produce[p, t] for p in products for t in periods)
+'''
+    _BALANCE = '''\
 
 def balance(model, p, t):
     k = periods.index(t)
@@ -82,6 +116,23 @@ def balance(model, p, t):
     return before + model.regular[p, t] + model.overtime[p, t] - model.stock[p, t] == data["demand"][p][t]
 
 model.balance = pyo.Constraint(products, periods, rule=balance)
+'''
+    _BALANCE_BACKLOG = '''\
+
+def balance(model, p, t):
+    k = periods.index(t)
+    if k == 0:
+        before = data["initial_inventory"][p]
+    else:
+        before = model.stock[p, periods[k - 1]] - model.backlog[p, periods[k - 1]]
+    made = model.regular[p, t] + model.overtime[p, t]
+    return before + made - model.stock[p, t] + model.backlog[p, t] == data["demand"][p][t]
+
+model.balance = pyo.Constraint(products, periods, rule=balance)
+# every order is delivered by the end of the horizon
+model.no_final_backlog = pyo.Constraint(products, rule=lambda model, p: model.backlog[p, periods[-1]] == 0)
+'''
+    _HOURS = '''\
 
 model.regular_hours = pyo.Constraint(periods, rule=lambda model, t: sum(
     data["hours_per_unit"][p] * model.regular[p, t] for p in products) <= data["regular_hours"][t])
@@ -90,6 +141,48 @@ model.overtime_hours = pyo.Constraint(periods, rule=lambda model, t: sum(
 model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
     model.stock[p, t] for p in products) <= data["storage_capacity"])
 '''
+    _SETUP = '''\
+# a product is made in a period only when it is set up then (at most what all the hours can make)
+model.setup = pyo.Constraint(products, periods, rule=lambda model, p, t: model.regular[p, t] + model.overtime[p, t]
+                             <= (data["regular_hours"][t] + data["overtime_hours"][t]) / data["hours_per_unit"][p]
+                             * model.produce[p, t])
+'''
+    _FINAL_STOCK = '''\
+model.final_stock = pyo.Constraint(
+    products, rule=lambda model, p: model.stock[p, periods[-1]] >= data["final_stock"][p])
+'''
+
+    def model_code_for(self, data: dict) -> str:
+        backlog, setup = "backorder_cost" in data, "setup_cost" in data
+        code = self._VARIABLES
+        code += self._BACKLOG_VARIABLE if backlog else ""
+        code += self._SETUP_VARIABLE if setup else ""
+        code += self._COSTS
+        code += self._BACKLOG_COST if backlog else ""
+        code += self._SETUP_COST if setup else ""
+        code += objective_line(["material", "overtime", "holding"] + (["late"] if backlog else [])
+                               + (["setups"] if setup else []))
+        code += (self._BALANCE_BACKLOG if backlog else self._BALANCE) + self._HOURS
+        code += self._SETUP if setup else ""
+        code += self._FINAL_STOCK if "final_stock" in data else ""
+        return code
+
+    model_code = _VARIABLES + _COSTS + objective_line(["material", "overtime", "holding"]) + _BALANCE + _HOURS
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("backorder_cost", "setup_cost", "final_stock") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        domains = dict(self.domains)
+        if "backorder_cost" in data:
+            domains["backlog"] = "nonnegative"
+        if "setup_cost" in data:
+            domains["produce"] = "binary"
+        return domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "MILP" if "setup_cost" in data else "LP"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -115,18 +208,29 @@ model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
         holding_cost = {p: rng.choice([0.5, 1.0, 1.5, 2.0, 3.0]) for p in products}
         initial_inventory = {p: rng.randint(0, 6) * 5 for p in products}
         storage_capacity = int(sum(sum(d.values()) for d in demand.values()) / n_periods * rng.uniform(0.6, 1.2)) // 10 * 10 + 10
-        return {"products": products, "periods": periods, "demand": demand,
+        data = {"products": products, "periods": periods, "demand": demand,
                 "initial_inventory": initial_inventory, "hours_per_unit": hours_per_unit,
                 "unit_cost": unit_cost, "holding_cost": holding_cost,
                 "regular_hours": {t: regular for t in periods}, "overtime_hours": {t: overtime for t in periods},
                 "overtime_premium": rng.randint(12, 30), "storage_capacity": storage_capacity}
+        if rng.random() < 0.5:
+            data["backorder_cost"] = {p: rng.randint(3, 20) for p in products}
+        if rng.random() < 0.5:
+            data["setup_cost"] = {p: rng.randint(10, 80) * 10 for p in products}
+        if rng.random() < 0.5:
+            # made on top of the last period's demand with at most half its spare hours (so it stays feasible)
+            spare = regular + overtime - load[periods[-1]]
+            share = min(0.5 * spare / sum(hours_per_unit.values()), 0.3 * storage_capacity / n_products)
+            data["final_stock"] = {p: max(1, int(share * rng.uniform(0.3, 1.0))) for p in products}
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
-        # first-period demand beyond the opening stock plus everything regular and overtime hours can make
-        p, first = data["products"][0], data["periods"][0]
-        hours = data["regular_hours"][first] + data["overtime_hours"][first]
+        # last-period demand beyond the opening stock plus everything all periods' hours can make (late delivery
+        # cannot help: every order is due by the end of the horizon)
+        p, last = data["products"][0], data["periods"][-1]
+        hours = sum(data["regular_hours"][t] + data["overtime_hours"][t] for t in data["periods"])
         too_much = data["initial_inventory"][p] + int(hours / data["hours_per_unit"][p]) + 10
-        return {**data, "demand": {**data["demand"], p: {**data["demand"][p], first: too_much}}}
+        return {**data, "demand": {**data["demand"], p: {**data["demand"][p], last: too_much}}}
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
         products, periods = data["products"], data["periods"]
@@ -138,16 +242,36 @@ model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
                     f"overtime[{p},{t}]",
                     cost=data["unit_cost"][p] + data["overtime_premium"] * data["hours_per_unit"][p])
                 stock[p, t] = matrix.add_var(f"stock[{p},{t}]", cost=data["holding_cost"][p])
+        backlog = {}
+        if "backorder_cost" in data:
+            for p in products:
+                for k, t in enumerate(periods):
+                    # the last period's backlog is fixed at zero by its bounds: every order is due by then
+                    upper = 0.0 if k == len(periods) - 1 else INF
+                    backlog[p, t] = matrix.add_var(f"backlog[{p},{t}]", 0.0, upper, cost=data["backorder_cost"][p])
+        if "setup_cost" in data:
+            for p in products:
+                for t in periods:
+                    produce = matrix.add_var(f"produce[{p},{t}]", 0.0, 1.0, cost=data["setup_cost"][p], integer=True)
+                    most = (data["regular_hours"][t] + data["overtime_hours"][t]) / data["hours_per_unit"][p]
+                    matrix.add_row({regular[p, t]: 1.0, extra[p, t]: 1.0, produce: -most}, upper=0.0,
+                                   name=f"setup[{p},{t}]")
         for p in products:
             opening = data["initial_inventory"][p]
             for k, t in enumerate(periods):
                 row = {regular[p, t]: 1.0, extra[p, t]: 1.0, stock[p, t]: -1.0}
+                if backlog:
+                    row[backlog[p, t]] = 1.0
                 need = data["demand"][p][t]
                 if k == 0:
                     need -= opening
                 else:
                     row[stock[p, periods[k - 1]]] = 1.0
+                    if backlog:
+                        row[backlog[p, periods[k - 1]]] = -1.0
                 matrix.add_row(row, lower=need, upper=need, name=f"balance[{p},{t}]")
+        for p, amount in data.get("final_stock", {}).items():
+            matrix.add_row({stock[p, periods[-1]]: 1.0}, lower=amount, name=f"final_stock[{p}]")
         for t in periods:
             matrix.add_row({regular[p, t]: data["hours_per_unit"][p] for p in products},
                            upper=data["regular_hours"][t], name=f"regular_hours[{t}]")
@@ -158,12 +282,24 @@ model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
 
     def constraint_rows(self, data: dict, x: dict):
         products, periods = data["products"], data["periods"]
+        backlog = x.get("backlog")
         for p in products:
             before = data["initial_inventory"][p]
             for t in periods:
                 lhs = before + x["regular"][p, t] + x["overtime"][p, t] - x["stock"][p, t]
+                if backlog is not None:
+                    lhs += backlog[p, t]
                 yield Row(f"balance[{p},{t}]", lhs, "==", data["demand"][p][t])
-                before = x["stock"][p, t]
+                before = x["stock"][p, t] - (backlog[p, t] if backlog is not None else 0.0)
+            if backlog is not None:
+                yield Row(f"no_final_backlog[{p}]", backlog[p, periods[-1]], "==", 0)
+            if "setup_cost" in data:
+                for t in periods:
+                    most = (data["regular_hours"][t] + data["overtime_hours"][t]) / data["hours_per_unit"][p]
+                    yield Row(f"setup[{p},{t}]", x["regular"][p, t] + x["overtime"][p, t] - most * x["produce"][p, t],
+                              "<=", 0)
+            if "final_stock" in data:
+                yield Row(f"final_stock[{p}]", x["stock"][p, periods[-1]], ">=", data["final_stock"][p])
         for t in periods:
             yield Row(f"regular_hours[{t}]", sum(data["hours_per_unit"][p] * x["regular"][p, t] for p in products),
                       "<=", data["regular_hours"][t])
@@ -180,6 +316,10 @@ model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
                 total += data["unit_cost"][p] * made
                 total += data["overtime_premium"] * data["hours_per_unit"][p] * x["overtime"][p, t]
                 total += data["holding_cost"][p] * x["stock"][p, t]
+                if "backorder_cost" in data:
+                    total += data["backorder_cost"][p] * x["backlog"][p, t]
+                if "setup_cost" in data:
+                    total += data["setup_cost"][p] * x["produce"][p, t]
         return total
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
@@ -202,8 +342,29 @@ model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
         else:
             hours = " ".join(f"In {t}: {fmt(data['regular_hours'][t])} regular hours and "
                              f"{fmt(data['overtime_hours'][t])} overtime hours." for t in periods)
+        costs = "material, overtime premium and storage"
+        rules = []  # the optional rules, stated in every representation
+        if "backorder_cost" in data:
+            costs = "material, overtime premium, storage and late delivery"
+            rules.append(f"Demand may be delivered late, in a later {period}, at a cost per {unit[:-1]} and "
+                         f"{period} of delay, but every order must be delivered by the end of {periods[-1]}.")
+        if "setup_cost" in data:
+            costs += " and setups" if "backorder_cost" not in data else ", plus setups"
+            rules.append(f"Making a product at all in a {period} requires a setup, which costs a fixed amount "
+                         f"every {period} the product is made.")
+        if "final_stock" in data:
+            rules.append(f"At the end of {periods[-1]} a stock must remain: "
+                         + ", ".join(f"at least {fmt(v)} {unit} of {p}" for p, v in data["final_stock"].items()) + ".")
+        if representation != "file":
+            if "backorder_cost" in data:
+                rules.append(f"Late delivery costs, per {unit[:-1]} and {period} of delay: "
+                             + ", ".join(f"{fmt(v)} {money} for {p}" for p, v in data["backorder_cost"].items()) + ".")
+            if "setup_cost" in data:
+                rules.append("Setup costs: " + ", ".join(f"{fmt(v)} {money} for {p}"
+                                                         for p, v in data["setup_cost"].items()) + ".")
+        hours += " " + " ".join(rules) if rules else ""
         question = (f"How many {unit} of each product should be made in regular time and in overtime in each "
-                    f"{period} to meet demand at minimum total cost (material, overtime premium and storage)? "
+                    f"{period} to meet demand at minimum total cost ({costs})? "
                     f"What is the minimum total cost in {money}? Fractional quantities are allowed.")
         if representation == "text":
             lines = []
@@ -227,9 +388,13 @@ model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
             hours_table = markdown_table(["hours", *periods],
                                          [["regular", *[data["regular_hours"][t] for t in periods]],
                                           ["overtime", *[data["overtime_hours"][t] for t in periods]]])
-            return f"{intro}\n\n{demand}\n\n{products_table}\n\n{hours_table}\n\n{question}"
+            stated = f" {' '.join(rules)}" if rules else ""
+            return f"{intro}{stated}\n\n{demand}\n\n{products_table}\n\n{hours_table}\n\n{question}"
         if representation == "file":
-            return f"{intro}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            stated = f" {' '.join(rules)}" if rules else ""
+            return f"{intro}{stated}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
@@ -243,20 +408,39 @@ model.storage = pyo.Constraint(periods, rule=lambda model, t: sum(
         return "\n".join(lines)
 
     def formulation(self, data: dict) -> str:
+        backlog = "backorder_cost" in data
+        parameters = ("demand $d_{pt}$, opening stock $I_{p0}$, labour hours per unit $a_p$, material cost $c_p$, "
+                      "holding cost $h_p$, regular hours $R_t$, overtime hours $O_t$, overtime premium $w$, "
+                      "storage capacity $S$")
+        variables = ("$r_{pt}, o_{pt} \\ge 0$ (units made in regular time and overtime), "
+                     "$I_{pt} \\ge 0$ (stock at the end of $t$)")
+        objective = ("\\sum_{p \\in P}\\sum_{t \\in T} \\big(c_p (r_{pt} + o_{pt}) + w a_p o_{pt} + h_p I_{pt}"
+                     + (" + b_p B_{pt}" if backlog else "") + (" + f_p y_{pt}" if "setup_cost" in data else "")
+                     + "\\big)")
+        if backlog:
+            parameters += ", backorder cost $b_p$"
+            variables += ", $B_{pt} \\ge 0$ (demand still owed at the end of $t$, $B_{p0} = 0$)"
+            rows = ["\\text{s.t.}\\ & I_{p,t-1} - B_{p,t-1} + r_{pt} + o_{pt} - I_{pt} + B_{pt} = d_{pt} "
+                    "&& \\forall p, t",
+                    "& B_{pn} = 0 && \\forall p"]
+        else:
+            rows = ["\\text{s.t.}\\ & I_{p,t-1} + r_{pt} + o_{pt} - I_{pt} = d_{pt} && \\forall p, t"]
+        rows += ["& \\sum_{p \\in P} a_p r_{pt} \\le R_t && \\forall t",
+                 "& \\sum_{p \\in P} a_p o_{pt} \\le O_t && \\forall t",
+                 "& \\sum_{p \\in P} I_{pt} \\le S && \\forall t"]
+        if "setup_cost" in data:
+            parameters += ", setup cost $f_p$"
+            variables += ", $y_{pt} \\in \\{0, 1\\}$ (1 when $p$ is made in $t$)"
+            rows.append("& r_{pt} + o_{pt} \\le \\frac{R_t + O_t}{a_p} y_{pt} && \\forall p, t")
+        if "final_stock" in data:
+            parameters += ", required final stock $F_p$"
+            rows.append("& I_{pn} \\ge F_p && \\forall p")
+        rows.append("& r_{pt}, o_{pt}, I_{pt} \\ge 0")
         return (
             "**Sets**: products $P$, periods $T = \\{1, \\dots, n\\}$.\n\n"
-            "**Parameters**: demand $d_{pt}$, opening stock $I_{p0}$, labour hours per unit $a_p$, material "
-            "cost $c_p$, holding cost $h_p$, regular hours $R_t$, overtime hours $O_t$, overtime premium $w$, "
-            "storage capacity $S$.\n\n"
-            "**Variables**: $r_{pt}, o_{pt} \\ge 0$ (units made in regular time and overtime), "
-            "$I_{pt} \\ge 0$ (stock at the end of $t$).\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{p \\in P}\\sum_{t \\in T} \\big(c_p (r_{pt} + o_{pt}) "
-            "+ w a_p o_{pt} + h_p I_{pt}\\big) \\\\\n"
-            "\\text{s.t.}\\ & I_{p,t-1} + r_{pt} + o_{pt} - I_{pt} = d_{pt} && \\forall p, t \\\\\n"
-            "& \\sum_{p \\in P} a_p r_{pt} \\le R_t && \\forall t \\\\\n"
-            "& \\sum_{p \\in P} a_p o_{pt} \\le O_t && \\forall t \\\\\n"
-            "& \\sum_{p \\in P} I_{pt} \\le S && \\forall t \\\\\n"
-            "& r_{pt}, o_{pt}, I_{pt} \\ge 0\n\\end{aligned}\n$$"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 

@@ -1,6 +1,11 @@
 """Fixed-charge network design (MILP): choose which candidate links of a network to open (each with a
 fixed opening cost and a capacity) and route flow from supply nodes through hubs to demand nodes,
-minimizing opening plus per-unit flow costs."""
+minimizing opening plus per-unit flow costs.
+
+Structure variants (drawn per instance, recorded by the keys present): a throughput limit at every hub
+(`hub_capacity`) and a fixed cost for using a hub at all (`hub_cost`, one more binary per hub: the hubs are
+chosen too), each present or absent, so the program has four skeletons (the hub limit with a hub cost
+becomes a capacity of the opened hub)."""
 
 from __future__ import annotations
 
@@ -87,18 +92,35 @@ class NetworkDesign(ProblemFamily):
         "demand": "amount each demand node must receive, keyed by demand node (hubs are in neither)",
         "links": "list of candidate links, each {\"from\", \"to\", \"capacity\", \"unit_cost\", \"fixed_cost\"}: "
                  "a one-way link, its capacity, its cost per unit of flow and its fixed cost if opened",
+        "hub_capacity": "most flow that can pass through each hub, keyed by hub (only when hubs have a limit)",
+        "hub_cost": "fixed cost of using each hub at all, keyed by hub (only when hubs have a cost)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 links = [(link["from"], link["to"]) for link in data["links"]]
 info = {(link["from"], link["to"]): link for link in data["links"]}
 model.flow = pyo.Var(links, domain=pyo.NonNegativeReals)
 model.build = pyo.Var(links, domain=pyo.Binary)  # the link is opened
+'''
+    _OBJECTIVE = '''\
 
 model.obj = pyo.Objective(
     expr=sum(info[a]["fixed_cost"] * model.build[a] + info[a]["unit_cost"] * model.flow[a] for a in links),
     sense=pyo.minimize,
 )
+'''
+    _OBJECTIVE_HUBS = '''\
+hubs = list(data["hub_cost"])
+model.use_hub = pyo.Var(hubs, domain=pyo.Binary)  # the hub is used
+
+model.obj = pyo.Objective(
+    expr=sum(info[a]["fixed_cost"] * model.build[a] + info[a]["unit_cost"] * model.flow[a] for a in links)
+    + sum(data["hub_cost"][h] * model.use_hub[h] for h in hubs),
+    sense=pyo.minimize,
+)
+'''
+    _BALANCE = '''\
 
 def net_outflow(model, node):
     return (sum(model.flow[i, j] for (i, j) in links if i == node)
@@ -118,6 +140,42 @@ def capacity(model, i, j):
 
 model.capacity = pyo.Constraint(links, rule=capacity)
 '''
+    _HUB_CAPACITY = '''\
+
+# the flow through a hub (all it receives) stays within its throughput limit
+model.hub_capacity = pyo.Constraint(list(data["hub_capacity"]), rule=lambda model, h: sum(
+    model.flow[i, j] for (i, j) in links if j == h) <= data["hub_capacity"][h])
+'''
+    _HUB_USE = '''\
+
+# flow passes through a hub only when the hub is used (at most all its inbound links can carry)
+model.hub_use = pyo.Constraint(hubs, rule=lambda model, h: sum(model.flow[i, j] for (i, j) in links if j == h)
+                               <= sum(info[i, j]["capacity"] for (i, j) in links if j == h) * model.use_hub[h])
+'''
+    _HUB_USE_CAPACITY = '''\
+
+# flow passes through a hub only when the hub is used, and then within its throughput limit
+model.hub_capacity = pyo.Constraint(hubs, rule=lambda model, h: sum(
+    model.flow[i, j] for (i, j) in links if j == h) <= data["hub_capacity"][h] * model.use_hub[h])
+'''
+
+    model_code = _HEAD + _OBJECTIVE + _BALANCE  # the base model (links only)
+
+    def model_code_for(self, data: dict) -> str:
+        limited, costly = "hub_capacity" in data, "hub_cost" in data
+        code = self._HEAD + (self._OBJECTIVE_HUBS if costly else self._OBJECTIVE) + self._BALANCE
+        if limited and costly:
+            return code + self._HUB_USE_CAPACITY
+        if costly:
+            return code + self._HUB_USE
+        return code + self._HUB_CAPACITY if limited else code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("hub_capacity", "hub_cost") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {**self.domains, "use_hub": "binary"} if "hub_cost" in data else self.domains
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -152,7 +210,25 @@ model.capacity = pyo.Constraint(links, rule=capacity)
                 capacity[key] += 10
         links = [{"from": a, "to": b, "capacity": capacity[a, b], "unit_cost": unit_cost[a, b],
                   "fixed_cost": fixed_cost[a, b]} for a, b in candidate]
-        return {"nodes": nodes, "supply": supply, "demand": demand, "links": links}
+        data = {"nodes": nodes, "supply": supply, "demand": demand, "links": links}
+        if rng.random() < 0.5:
+            # hub limits below their share of the demand, raised until all demand fits again (a max-flow
+            # with each hub split into an entry and an exit joined by its limit)
+            limit = {h: max(20, int(total * rng.uniform(0.3, 0.6)) // 10 * 10) for h in hubs}
+            while True:
+                arcs = {(a, f"{b} (in)" if b in limit else b): c for (a, b), c in capacity.items()}
+                arcs.update({(f"{h} (in)", h): limit[h] for h in hubs})
+                arcs.update({("super source", s): supply[s] for s in sources})
+                arcs.update({(k, "super sink"): demand[k] for k in sinks})
+                split = [*nodes, *[f"{h} (in)" for h in hubs], "super source", "super sink"]
+                if max_flow_value(split, arcs, "super source", "super sink") >= total:
+                    break
+                for h in hubs:
+                    limit[h] += 10
+            data["hub_capacity"] = limit
+        if rng.random() < 0.5:
+            data["hub_cost"] = {h: rng.randint(20, 100) * 10 for h in hubs}
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # one demand node needs more than all links into it can carry
@@ -168,6 +244,17 @@ model.capacity = pyo.Constraint(links, rule=capacity)
             opened[key] = matrix.add_var(f"build[{key[0]},{key[1]}]", 0, 1, cost=link["fixed_cost"], integer=True)
             matrix.add_row({moved[key]: 1.0, opened[key]: -link["capacity"]}, upper=0.0,
                            name=f"capacity[{key[0]},{key[1]}]")
+        hubs = list(data.get("hub_cost", data.get("hub_capacity", {})))
+        used = {h: matrix.add_var(f"use_hub[{h}]", 0, 1, cost=data["hub_cost"][h], integer=True)
+                for h in data.get("hub_cost", {})}
+        for h in hubs:
+            inbound = {column: 1.0 for (a, b), column in moved.items() if b == h}
+            if h in used:
+                limit = data["hub_capacity"][h] if "hub_capacity" in data else sum(
+                    link["capacity"] for link in data["links"] if link["to"] == h)
+                matrix.add_row({**inbound, used[h]: -float(limit)}, upper=0.0, name=f"hub[{h}]")
+            else:
+                matrix.add_row(inbound, upper=data["hub_capacity"][h], name=f"hub[{h}]")
         for node in data["nodes"]:
             row: dict[int, float] = {}
             for (a, b), column in moved.items():
@@ -193,10 +280,19 @@ model.capacity = pyo.Constraint(links, rule=capacity)
         for link in data["links"]:
             key = (link["from"], link["to"])
             yield Row(f"capacity[{key[0]},{key[1]}]", flow[key], "<=", link["capacity"] * build[key])
+        for h in data.get("hub_cost", data.get("hub_capacity", {})):
+            into = sum(flow[link["from"], link["to"]] for link in data["links"] if link["to"] == h)
+            if "hub_cost" in data:
+                limit = data["hub_capacity"][h] if "hub_capacity" in data else sum(
+                    link["capacity"] for link in data["links"] if link["to"] == h)
+                yield Row(f"hub[{h}]", into - limit * x["use_hub"][h], "<=", 0)
+            else:
+                yield Row(f"hub[{h}]", into, "<=", data["hub_capacity"][h])
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return sum(link["fixed_cost"] * x["build"][link["from"], link["to"]]
-                   + link["unit_cost"] * x["flow"][link["from"], link["to"]] for link in data["links"])
+        hubs = sum(cost * x["use_hub"][h] for h, cost in data.get("hub_cost", {}).items())
+        return hubs + sum(link["fixed_cost"] * x["build"][link["from"], link["to"]]
+                          + link["unit_cost"] * x["flow"][link["from"], link["to"]] for link in data["links"])
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -211,6 +307,23 @@ model.capacity = pyo.Constraint(links, rule=capacity)
         question = (f"Which {link_word}s should be opened, and how much should flow on each, to deliver every "
                     f"demand at minimum total cost (fixed costs plus flow costs)? What is the minimum total cost "
                     f"in {money}?")
+        if "hub_cost" in data:
+            question = question.replace(f"Which {link_word}s should be opened", f"Which hubs should be used, which "
+                                        f"{link_word}s opened").replace("(fixed costs", "(hub and link fixed costs")
+            intro += (" Using an intermediate node at all also costs a fixed amount; flow can pass through it only "
+                      "when it is used.")
+        if "hub_capacity" in data:
+            intro += " Each intermediate node has a throughput limit on all the flow it receives."
+        hub_text = []
+        if representation != "file":
+            if "hub_capacity" in data:
+                hub_text.append("Throughput limits: " + ", ".join(
+                    f"{h} at most {fmt(v)}" for h, v in data["hub_capacity"].items()) + ".")
+            if "hub_cost" in data:
+                hub_text.append("Fixed costs of using a hub: " + ", ".join(
+                    f"{h} {fmt(v)}" for h, v in data["hub_cost"].items()) + ".")
+        if hub_text:
+            question = " ".join(hub_text) + " " + question
         if representation == "text":
             supply = ", ".join(f"{s} can send at most {fmt(data['supply'][s])}" for s in sources)
             demand = ", ".join(f"{k} needs {fmt(data['demand'][k])}" for k in sinks)
@@ -229,7 +342,9 @@ model.capacity = pyo.Constraint(links, rule=capacity)
                                     for link in data["links"]])
             return f"{intro}\n\n{nodes}\n\n{links}\n\n{question}"
         if representation == "file":
-            return f"{intro}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return f"{intro}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
@@ -243,17 +358,31 @@ model.capacity = pyo.Constraint(links, rule=capacity)
         return f"Opened {words['link']}s and their flows:\n" + "\n".join(lines)
 
     def formulation(self, data: dict) -> str:
+        limited, costly = "hub_capacity" in data, "hub_cost" in data
+        parameters = "supply $s_i$, demand $d_i$, capacity $u_{ij}$, unit cost $c_{ij}$, fixed cost $f_{ij}$"
+        variables = "$x_{ij} \\ge 0$ (flow on link $(i,j)$), $y_{ij} \\in \\{0,1\\}$ (link opened)"
+        objective = "\\sum_{(i,j) \\in A} (f_{ij} y_{ij} + c_{ij} x_{ij})"
+        rows = ["\\text{s.t.}\\ & \\sum_{(i,j) \\in A} x_{ij} - \\sum_{(j,i) \\in A} x_{ji} \\le s_i && "
+                "\\forall i \\in S",
+                "& \\sum_{(i,j) \\in A} x_{ij} - \\sum_{(j,i) \\in A} x_{ji} = -d_i && \\forall i \\in N \\setminus S "
+                "\\quad (d_i = 0 \\text{ at hubs})",
+                "& x_{ij} \\le u_{ij} y_{ij} && \\forall (i,j) \\in A"]
+        if limited:
+            parameters += ", hub throughput limit $q_h$"
+        if costly:
+            parameters += ", hub fixed cost $g_h$"
+            variables += ", $z_h \\in \\{0,1\\}$ (hub $h$ used)"
+            objective += " + \\sum_{h \\in H} g_h z_h"
+            limit = "q_h" if limited else "\\sum_{(i,h) \\in A} u_{ih}"
+            rows.append(f"& \\sum_{{(i,h) \\in A}} x_{{ih}} \\le {limit} z_h && \\forall h \\in H")
+        elif limited:
+            rows.append("& \\sum_{(i,h) \\in A} x_{ih} \\le q_h && \\forall h \\in H")
+        rows.append("& x_{ij} \\ge 0,\\ y_{ij} \\in \\{0,1\\}")
         return (
-            "**Sets**: nodes $N$ (supply nodes $S$, demand nodes $D$, hubs), candidate links $A$.\n\n"
-            "**Parameters**: supply $s_i$, demand $d_i$, capacity $u_{ij}$, unit cost $c_{ij}$, fixed cost "
-            "$f_{ij}$.\n\n"
-            "**Variables**: $x_{ij} \\ge 0$ (flow on link $(i,j)$), $y_{ij} \\in \\{0,1\\}$ (link opened).\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{(i,j) \\in A} (f_{ij} y_{ij} + c_{ij} x_{ij}) \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{(i,j) \\in A} x_{ij} - \\sum_{(j,i) \\in A} x_{ji} \\le s_i && \\forall i \\in S \\\\\n"
-            "& \\sum_{(i,j) \\in A} x_{ij} - \\sum_{(j,i) \\in A} x_{ji} = -d_i && \\forall i \\in N \\setminus S "
-            "\\quad (d_i = 0 \\text{ at hubs}) \\\\\n"
-            "& x_{ij} \\le u_{ij} y_{ij} && \\forall (i,j) \\in A \\\\\n"
-            "& x_{ij} \\ge 0,\\ y_{ij} \\in \\{0,1\\}\n\\end{aligned}\n$$"
+            "**Sets**: nodes $N$ (supply nodes $S$, demand nodes $D$, hubs $H$), candidate links $A$.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 

@@ -1,6 +1,11 @@
 """Project selection (binary IP): choose which projects to fund to maximize total net present value
 within yearly budgets, where some projects need another project first (precedence) and some pairs
-are alternatives to each other (at most one of the two)."""
+may be alternatives to each other (at most one of the two).
+
+Structure variants (drawn per instance, recorded by the keys present): pairs of alternatives
+(`exclusive`), pairs that earn a bonus when both are funded (`synergy`, a linearized product: one binary
+per pair that can be 1 only when both projects are), and a limit on how many projects are funded
+(`max_projects`), each present or absent, so the program has eight skeletons."""
 
 from __future__ import annotations
 
@@ -57,14 +62,37 @@ class ProjectSelection(ProblemFamily):
         "budget": "money available in each year, keyed by year",
         "requires": "list of [prerequisite, project] pairs: the project can only be funded if its "
                     "prerequisite is funded too",
-        "exclusive": "list of [project, project] pairs of alternatives: at most one of each pair is funded",
+        "exclusive": "list of [project, project] pairs of alternatives: at most one of each pair is funded "
+                     "(only when there are alternatives)",
+        "synergy": "list of [project, project, bonus]: extra value earned when both projects are funded (only "
+                   "when there are synergies)",
+        "max_projects": "most projects that can be funded (only when there is such a limit)",
+        "mandatory": "list of projects that must be funded (only when some are mandatory)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 projects, years = data["projects"], data["years"]
 model.select = pyo.Var(projects, domain=pyo.Binary)
+'''
+    _OBJECTIVE = '''\
 
 model.obj = pyo.Objective(expr=sum(data["value"][p] * model.select[p] for p in projects), sense=pyo.maximize)
+'''
+    _SYNERGY = '''\
+# a synergy's bonus is earned only when both of its projects are funded: both[k] <= each of the two
+model.K = pyo.RangeSet(0, len(data["synergy"]) - 1)
+model.both = pyo.Var(model.K, domain=pyo.Binary)
+
+model.obj = pyo.Objective(
+    expr=sum(data["value"][p] * model.select[p] for p in projects)
+    + sum(data["synergy"][k][2] * model.both[k] for k in model.K),
+    sense=pyo.maximize,
+)
+model.both_first = pyo.Constraint(model.K, rule=lambda model, k: model.both[k] <= model.select[data["synergy"][k][0]])
+model.both_second = pyo.Constraint(model.K, rule=lambda model, k: model.both[k] <= model.select[data["synergy"][k][1]])
+'''
+    _BUDGET = '''\
 
 model.budget = pyo.Constraint(years, rule=lambda model, y: sum(
     data["cost"][p][y] * model.select[p] for p in projects) <= data["budget"][y])
@@ -74,15 +102,36 @@ pairs = [tuple(pair) for pair in data["requires"]]
 model.precedence = pyo.Constraint(
     pairs, rule=lambda model, before, after: model.select[after] <= model.select[before]
 )
+'''
+    _EXCLUSIVE = '''\
 
 # alternatives: at most one of each pair
 alternatives = [tuple(pair) for pair in data["exclusive"]]
 model.exclusive = pyo.Constraint(alternatives, rule=lambda model, a, b: model.select[a] + model.select[b] <= 1)
-
-# projects that must go ahead, when the instance has any
-mandatory = data.get("mandatory", [])
-model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p] == 1)
 '''
+    _MAX_PROJECTS = '''\
+model.max_projects = pyo.Constraint(expr=sum(model.select[p] for p in projects) <= data["max_projects"])
+'''
+    _MANDATORY = '''\
+model.mandatory = pyo.Constraint(data["mandatory"], rule=lambda model, p: model.select[p] == 1)
+'''
+
+    model_code = _HEAD + _OBJECTIVE + _BUDGET + _EXCLUSIVE  # budgets, precedence and alternatives
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._HEAD + (self._SYNERGY if "synergy" in data else self._OBJECTIVE) + self._BUDGET
+        for key, piece in (("exclusive", self._EXCLUSIVE), ("max_projects", self._MAX_PROJECTS),
+                           ("mandatory", self._MANDATORY)):
+            if key in data:
+                code += piece
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("exclusive", "synergy", "max_projects") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {**self.domains, "both": "binary"} if "synergy" in data else self.domains
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -110,14 +159,30 @@ model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p
             k = rng.randrange(1, n_projects)
             requires.append([projects[rng.randrange(k)], projects[k]])
         linked = {frozenset(pair) for pair in requires}
-        exclusive = []
-        if n_projects >= 7:
-            for _ in range(n_projects // 5):
+        data = {"projects": projects, "years": years, "value": value, "cost": cost, "budget": budget,
+                "requires": requires}
+        if rng.random() < 0.5:
+            exclusive = []
+            for _ in range(max(1, n_projects // 5)):
                 a, b = rng.sample(projects, 2)
                 if frozenset((a, b)) not in linked and [a, b] not in exclusive and [b, a] not in exclusive:
                     exclusive.append([a, b])
-        data = {"projects": projects, "years": years, "value": value, "cost": cost, "budget": budget,
-                "requires": requires, "exclusive": exclusive}
+                    linked.add(frozenset((a, b)))
+            if exclusive:
+                data["exclusive"] = exclusive
+        if rng.random() < 0.5:
+            synergy = []
+            for _ in range(max(1, n_projects // 4)):
+                a, b = rng.sample(projects, 2)
+                if frozenset((a, b)) not in linked:
+                    bonus = int(min(value[a], value[b]) * rng.uniform(0.2, 0.6)) // 5 * 5 + 5
+                    synergy.append([a, b, bonus])
+                    linked.add(frozenset((a, b)))
+            if synergy:
+                data["synergy"] = synergy
+        if rng.random() < 0.5:
+            # one fewer than the best portfolio funds (when it funds more than one), so the limit matters
+            data["max_projects"] = max(1, len(self._best_portfolio(data)) - 1)
         # trim the first year's budget to what the best portfolio spends in that year: the best portfolio
         # stays feasible and optimal, and the budget binds, so the instance is never decided by the
         # rules alone
@@ -136,9 +201,12 @@ model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p
                 continue
             if any(after in chosen and before not in chosen for before, after in data["requires"]):
                 continue
-            if any(a in chosen and b in chosen for a, b in data["exclusive"]):
+            if any(a in chosen and b in chosen for a, b in data.get("exclusive", ())):
+                continue
+            if len(chosen) > data.get("max_projects", len(projects)):
                 continue
             value = sum(data["value"][p] for p in chosen)
+            value += sum(bonus for a, b, bonus in data.get("synergy", ()) if a in chosen and b in chosen)
             if value > best_value:
                 best, best_value = [p for p in projects if p in chosen], value
         return best
@@ -163,8 +231,14 @@ model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p
         for before, after in data["requires"]:
             matrix.add_row({column[after]: 1.0, column[before]: -1.0}, upper=0.0,
                            name=f"precedence[{before},{after}]")
-        for a, b in data["exclusive"]:
+        for a, b in data.get("exclusive", ()):
             matrix.add_row({column[a]: 1.0, column[b]: 1.0}, upper=1.0, name=f"exclusive[{a},{b}]")
+        for k, (a, b, bonus) in enumerate(data.get("synergy", ())):
+            both = matrix.add_var(f"both[{k}]", 0, 1, cost=bonus, integer=True)
+            matrix.add_row({both: 1.0, column[a]: -1.0}, upper=0.0, name=f"both_first[{k}]")
+            matrix.add_row({both: 1.0, column[b]: -1.0}, upper=0.0, name=f"both_second[{k}]")
+        if "max_projects" in data:
+            matrix.add_row({column[p]: 1.0 for p in data["projects"]}, upper=data["max_projects"], name="max_projects")
         for p in data.get("mandatory", []):
             matrix.add_row({column[p]: 1.0}, lower=1.0, upper=1.0, name=f"mandatory[{p}]")
 
@@ -175,13 +249,19 @@ model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p
                       data["budget"][y])
         for before, after in data["requires"]:
             yield Row(f"precedence[{before},{after}]", select[after] - select[before], "<=", 0)
-        for a, b in data["exclusive"]:
+        for a, b in data.get("exclusive", ()):
             yield Row(f"exclusive[{a},{b}]", select[a] + select[b], "<=", 1)
+        for k, (a, b, _) in enumerate(data.get("synergy", ())):
+            yield Row(f"both_first[{k}]", x["both"][k] - select[a], "<=", 0)
+            yield Row(f"both_second[{k}]", x["both"][k] - select[b], "<=", 0)
+        if "max_projects" in data:
+            yield Row("max_projects", sum(select[p] for p in data["projects"]), "<=", data["max_projects"])
         for p in data.get("mandatory", []):
             yield Row(f"mandatory[{p}]", select[p], "==", 1)
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return sum(data["value"][p] * x["select"][p] for p in data["projects"])
+        bonus = sum(pair[2] * x["both"][k] for k, pair in enumerate(data.get("synergy", ())))
+        return bonus + sum(data["value"][p] * x["select"][p] for p in data["projects"])
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -192,8 +272,12 @@ model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p
         rules = []
         for before, after in data["requires"]:
             rules.append(f"{after} can only be funded if {before} is funded too")
-        for a, b in data["exclusive"]:
+        for a, b in data.get("exclusive", ()):
             rules.append(f"{a} and {b} are alternatives, so at most one of them can be funded")
+        for a, b, bonus in data.get("synergy", ()):
+            rules.append(f"funding both {a} and {b} adds a synergy bonus of {fmt(bonus)} to the total value")
+        if "max_projects" in data:
+            rules.append(f"the project office can run at most {fmt(data['max_projects'])} projects")
         for p in data.get("mandatory", []):
             rules.append(f"{p} is mandatory (a regulatory commitment)")
         rules_text = ("Further rules: " + "; ".join(rules) + ".") if rules else ""
@@ -217,11 +301,15 @@ model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p
             return (f"{intro} Spending in a year may not exceed that year's budget (last row).\n\n{table}\n\n"
                     f"{rules_text}\n\n{question}").replace("\n\n\n\n", "\n\n")
         if representation == "file":
-            fields = dict(self.data_fields)
-            if "mandatory" in data:
-                fields["mandatory"] = "list of projects that must be funded"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
             joined = join_names(data["projects"])
-            return (f"{intro} The candidates are {joined}.\n\n{describe_data_file(fields)}\n\n{question}")
+            notes = ""
+            if "synergy" in data:
+                notes += " Some pairs of projects earn a synergy bonus when both are funded."
+            if "max_projects" in data:
+                notes += " The project office can run only a limited number of projects."
+            return (f"{intro} The candidates are {joined}.{notes}\n\n{describe_data_file(fields)}\n\n{question}")
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
@@ -232,19 +320,33 @@ model.mandatory = pyo.Constraint(mandatory, rule=lambda model, p: model.select[p
                 f"{scenario.words['money']}). Spending against budget: {spend}.")
 
     def formulation(self, data: dict) -> str:
-        mandatory = ""
+        sets = "projects $P$, years $Y$, precedence pairs $E$ ($(i, j)$: $j$ requires $i$)"
+        parameters = "value $v_p$, cost $c_{py}$, budget $B_y$"
+        variables = "$x_p \\in \\{0,1\\}$, project $p$ is funded"
+        objective = "\\sum_{p \\in P} v_p x_p"
+        rows = ["\\text{s.t.}\\ & \\sum_{p \\in P} c_{py} x_p \\le B_y && \\forall y \\in Y",
+                "& x_j \\le x_i && \\forall (i, j) \\in E"]
+        if "exclusive" in data:
+            sets += ", alternative pairs $X$"
+            rows.append("& x_a + x_b \\le 1 && \\forall (a, b) \\in X")
+        if "synergy" in data:
+            sets += ", synergy pairs $K$ (pair $k = (a_k, b_k)$)"
+            parameters += ", synergy bonus $g_k$"
+            variables += "; $z_k \\in \\{0,1\\}$, both projects of synergy $k$ are funded"
+            objective += " + \\sum_{k \\in K} g_k z_k"
+            rows.append("& z_k \\le x_{a_k},\\ z_k \\le x_{b_k} && \\forall k \\in K")
+        if "max_projects" in data:
+            parameters += ", project limit $N$"
+            rows.append("& \\sum_{p \\in P} x_p \\le N")
         if "mandatory" in data:
-            mandatory = "& x_p = 1 && \\forall p \\in M \\quad\\text{(mandatory)} \\\\\n"
+            sets += ", mandatory projects $M$"
+            rows.append("& x_p = 1 && \\forall p \\in M \\quad\\text{(mandatory)}")
+        rows.append("& x_p \\in \\{0,1\\} && \\forall p \\in P")
         return (
-            "**Sets**: projects $P$, years $Y$, precedence pairs $E$ ($(i, j)$: $j$ requires $i$), "
-            "alternative pairs $X$.\n\n"
-            "**Parameters**: value $v_p$, cost $c_{py}$, budget $B_y$.\n\n"
-            "**Variables**: $x_p \\in \\{0,1\\}$, project $p$ is funded.\n\n"
-            "$$\n\\begin{aligned}\n\\max\\ & \\sum_{p \\in P} v_p x_p \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{p \\in P} c_{py} x_p \\le B_y && \\forall y \\in Y \\\\\n"
-            "& x_j \\le x_i && \\forall (i, j) \\in E \\\\\n"
-            "& x_a + x_b \\le 1 && \\forall (a, b) \\in X \\\\\n" + mandatory +
-            "& x_p \\in \\{0,1\\} && \\forall p \\in P\n\\end{aligned}\n$$"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\max\\ & {objective} \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 

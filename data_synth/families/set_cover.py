@@ -1,5 +1,11 @@
 """Set cover (IP): choose the cheapest set of sites (fire stations, cell towers, experts) so that every
-area (district, village, skill) is covered by at least its required number of chosen sites."""
+area (district, village, skill) is covered by at least its required number of chosen sites.
+
+Structure variants (drawn per instance, recorded by the keys present): a limit on the number of chosen
+sites (`max_sites`), pairs of sites that may not both be chosen (`conflicts`), and areas whose coverage may
+fall short at a penalty per missing site (`shortfall_penalty`, a soft constraint with an integer shortfall
+variable), each present or absent, so the program has eight skeletons. The first two are drawn around a
+greedy cover that meets them, so every variant stays feasible."""
 
 from __future__ import annotations
 
@@ -55,12 +61,20 @@ class SetCover(ProblemFamily):
         "cost": "cost of choosing each candidate, keyed by candidate",
         "covers": "covers[candidate]: list of the areas that candidate covers",
         "required": "required[area]: how many chosen candidates must cover the area",
+        "max_sites": "most candidates that can be chosen (only when there is such a limit)",
+        "conflicts": "list of [candidate, candidate] pairs that cannot both be chosen (only when there are such "
+                     "pairs)",
+        "shortfall_penalty": "penalty per missing covering candidate, keyed by area, for the areas whose "
+                             "requirement may be missed (only when some may)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 model.S = pyo.Set(initialize=data["sites"])
 model.A = pyo.Set(initialize=data["areas"])
 model.choose = pyo.Var(model.S, domain=pyo.Binary)
+'''
+    _OBJECTIVE = '''\
 
 model.obj = pyo.Objective(expr=sum(data["cost"][s] * model.choose[s] for s in model.S), sense=pyo.minimize)
 
@@ -71,6 +85,49 @@ def coverage(model, a):
 
 model.coverage = pyo.Constraint(model.A, rule=coverage)
 '''
+    _SOFT = '''\
+# some areas may be covered by fewer candidates than required, at a penalty per missing one
+soft = list(data["shortfall_penalty"])
+model.short = pyo.Var(soft, domain=pyo.NonNegativeIntegers)
+
+model.obj = pyo.Objective(
+    expr=sum(data["cost"][s] * model.choose[s] for s in model.S)
+    + sum(data["shortfall_penalty"][a] * model.short[a] for a in soft),
+    sense=pyo.minimize,
+)
+
+def coverage(model, a):
+    covering = [s for s in model.S if a in data["covers"][s]]
+    missing = model.short[a] if a in data["shortfall_penalty"] else 0
+    return sum(model.choose[s] for s in covering) + missing >= data["required"][a]
+
+model.coverage = pyo.Constraint(model.A, rule=coverage)
+'''
+    _MAX_SITES = '''\
+model.max_sites = pyo.Constraint(expr=sum(model.choose[s] for s in model.S) <= data["max_sites"])
+'''
+    _CONFLICTS = '''\
+model.P = pyo.RangeSet(0, len(data["conflicts"]) - 1)
+model.conflicts = pyo.Constraint(
+    model.P, rule=lambda model, p: model.choose[data["conflicts"][p][0]] + model.choose[data["conflicts"][p][1]] <= 1)
+'''
+
+    model_code = _HEAD + _OBJECTIVE  # the base model (the other pieces are optional)
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._HEAD + (self._SOFT if "shortfall_penalty" in data else self._OBJECTIVE)
+        if "max_sites" in data:
+            code += self._MAX_SITES
+        if "conflicts" in data:
+            code += self._CONFLICTS
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("max_sites", "conflicts", "shortfall_penalty") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {**self.domains, "short": "nonnegative_integer"} if "shortfall_penalty" in data else self.domains
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -91,30 +148,70 @@ model.coverage = pyo.Constraint(model.A, rule=coverage)
                 site = rng.choice([s for s in sites if a not in covers[s]])
                 covers[site] = sorted([*covers[site], a])
         cost = {s: rng.randint(4, 12) * 10 + 3 * len(covers[s]) for s in sites}
-        return {"sites": sites, "areas": areas, "cost": cost,
+        data = {"sites": sites, "areas": areas, "cost": cost,
                 "covers": {s: [areas[a] for a in covers[s]] for s in sites},
                 "required": dict(zip(areas, required, strict=True))}
+        limited, conflicting = rng.random() < 0.5, rng.random() < 0.5
+        if limited or conflicting:
+            cover = greedy_cover(data)
+            if limited:
+                data["max_sites"] = len(cover)
+            if conflicting:
+                pairs = []
+                for _ in range(max(1, n_sites // 4)):
+                    a, b = sorted(rng.sample(sites, 2))
+                    if not (a in cover and b in cover) and [a, b] not in pairs:
+                        pairs.append([a, b])
+                if pairs:
+                    data["conflicts"] = sorted(pairs)
+        if rng.random() < 0.5:
+            soft = sorted(rng.sample(areas, max(1, n_areas // 4)), key=areas.index)
+            data["shortfall_penalty"] = {a: rng.randint(3, 9) * 10 for a in soft}
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # one area requires more covering candidates than exist
         area = rng.choice(data["areas"])
         available = sum(area in data["covers"][s] for s in data["sites"])
-        return {**data, "required": {**data["required"], area: available + 1}}
+        data = {**data, "required": {**data["required"], area: available + 1}}
+        if "shortfall_penalty" in data:  # the area's requirement becomes firm, so the shortfall cannot absorb it
+            penalty = {a: v for a, v in data["shortfall_penalty"].items() if a != area}
+            if penalty:
+                data["shortfall_penalty"] = penalty
+            else:
+                del data["shortfall_penalty"]
+        return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
         column = {s: matrix.add_var(f"choose[{s}]", 0, 1, cost=data["cost"][s], integer=True)
                   for s in data["sites"]}
+        penalty = data.get("shortfall_penalty", {})
+        short = {a: matrix.add_var(f"short[{a}]", cost=v, integer=True) for a, v in penalty.items()}
         for a in data["areas"]:
-            matrix.add_row({column[s]: 1.0 for s in data["sites"] if a in data["covers"][s]},
-                           lower=data["required"][a], name=f"coverage[{a}]")
+            row = {column[s]: 1.0 for s in data["sites"] if a in data["covers"][s]}
+            if a in short:
+                row[short[a]] = 1.0
+            matrix.add_row(row, lower=data["required"][a], name=f"coverage[{a}]")
+        if "max_sites" in data:
+            matrix.add_row({c: 1.0 for c in column.values()}, upper=data["max_sites"], name="max_sites")
+        for a, b in data.get("conflicts", ()):
+            matrix.add_row({column[a]: 1.0, column[b]: 1.0}, upper=1.0, name=f"conflict[{a},{b}]")
 
     def constraint_rows(self, data: dict, x: dict):
+        penalty = data.get("shortfall_penalty", {})
         for a in data["areas"]:
             covered = sum(x["choose"][s] for s in data["sites"] if a in data["covers"][s])
+            if a in penalty:
+                covered += x["short"][a]
             yield Row(f"coverage[{a}]", covered, ">=", data["required"][a])
+        if "max_sites" in data:
+            yield Row("max_sites", sum(x["choose"].values()), "<=", data["max_sites"])
+        for a, b in data.get("conflicts", ()):
+            yield Row(f"conflict[{a},{b}]", x["choose"][a] + x["choose"][b], "<=", 1)
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return sum(data["cost"][s] * x["choose"][s] for s in data["sites"])
+        shortfall = sum(v * x["short"][a] for a, v in data.get("shortfall_penalty", {}).items())
+        return shortfall + sum(data["cost"][s] * x["choose"][s] for s in data["sites"])
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -127,8 +224,23 @@ model.coverage = pyo.Constraint(model.A, rule=coverage)
         for a in doubles:
             parts.append(f"{a} must be covered by at least {fmt(data['required'][a])} chosen {site}s")
         requirement = "Coverage requirements: " + "; ".join(parts) + "."
+        rules = []
+        if "max_sites" in data:
+            rules.append(f"At most {fmt(data['max_sites'])} {site}s can be chosen.")
+        if "conflicts" in data:
+            rules.append("These pairs cannot both be chosen: "
+                         + "; ".join(f"{a} and {b}" for a, b in data["conflicts"]) + ".")
         question = (f"Which {site}s should be chosen to meet every requirement at minimum total cost, and what "
                     f"is that minimum total cost (in {unit})?")
+        if "shortfall_penalty" in data:
+            soft = data["shortfall_penalty"]
+            rules.append(f"Some {area}s may be covered by fewer {site}s than required, at a penalty (in {unit}) "
+                         f"per missing {site}" + (": " + ", ".join(f"{fmt(v)} for {a}" for a, v in soft.items())
+                                                  if representation != "file" else "") + ".")
+            question = (f"Which {site}s should be chosen to minimize the total cost plus shortfall penalties, and "
+                        f"what is that minimum total (in {unit})?")
+        if rules:
+            requirement += " " + " ".join(rules)
         if representation == "text":
             lines = [f"{s} costs {fmt(data['cost'][s])} {unit} ({words['cost_words']}) and "
                      f"{words['covers'].format(areas=join_names(data['covers'][s]))}." for s in data["sites"]]
@@ -141,10 +253,20 @@ model.coverage = pyo.Constraint(model.A, rule=coverage)
             )
             required = markdown_table([area, "required coverage"], [[a, data["required"][a]]
                                                                       for a in data["areas"]])
+            stated = " ".join(rules) + "\n\n" if rules else ""
             return (f"{words['intro']} An x marks the {area}s each {site} covers.\n\n{table}\n\n"
-                    f"{required}\n\n{question}")
+                    f"{required}\n\n{stated}{question}")
         if representation == "file":
-            return f"{words['intro']}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            notes = ""
+            if "max_sites" in data:
+                notes += f" The number of {site}s chosen is limited."
+            if "conflicts" in data:
+                notes += f" Some pairs of {site}s cannot both be chosen."
+            if "shortfall_penalty" in data:
+                notes += " " + rules[-1]
+            return f"{words['intro']}{notes}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
@@ -156,14 +278,47 @@ model.coverage = pyo.Constraint(model.A, rule=coverage)
         return "\n".join(lines)
 
     def formulation(self, data: dict) -> str:
+        sets = "candidates $S$, areas $A$; $S_a \\subseteq S$ are the candidates that cover area $a$"
+        parameters = "cost $c_s$, required coverage $r_a$"
+        variables = "$x_s \\in \\{0,1\\}$, candidate $s$ is chosen"
+        objective = "\\sum_{s \\in S} c_s x_s"
+        coverage = "\\sum_{s \\in S_a} x_s \\ge r_a && \\forall a \\in A"
+        rows = []
+        if "shortfall_penalty" in data:
+            sets += ", areas $F \\subseteq A$ whose requirement may be missed"
+            parameters += ", shortfall penalty $p_a$"
+            variables += "; $u_a \\in \\mathbb{Z}_{\\ge 0}$, covering candidates missing at $a \\in F$ ($u_a = 0$ "
+            variables += "for $a \\notin F$)"
+            objective += " + \\sum_{a \\in F} p_a u_a"
+            coverage = "\\sum_{s \\in S_a} x_s + u_a \\ge r_a && \\forall a \\in A"
+        if "max_sites" in data:
+            parameters += ", candidate limit $K$"
+            rows.append("& \\sum_{s \\in S} x_s \\le K")
+        if "conflicts" in data:
+            sets += ", conflicting pairs $C$"
+            rows.append("& x_i + x_j \\le 1 && \\forall (i, j) \\in C")
+        rows.append("& x_s \\in \\{0,1\\} && \\forall s \\in S")
         return (
-            "**Sets**: candidates $S$, areas $A$; $S_a \\subseteq S$ are the candidates that cover area $a$.\n\n"
-            "**Parameters**: cost $c_s$, required coverage $r_a$.\n\n"
-            "**Variables**: $x_s \\in \\{0,1\\}$, candidate $s$ is chosen.\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{s \\in S} c_s x_s \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{s \\in S_a} x_s \\ge r_a && \\forall a \\in A \\\\\n"
-            "& x_s \\in \\{0,1\\} && \\forall s \\in S\n\\end{aligned}\n$$"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n"
+            f"\\text{{s.t.}}\\ & {coverage} \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
+
+
+def greedy_cover(data: dict) -> list[str]:
+    """A feasible choice of candidates: repeatedly take the one that meets the most unmet requirement
+    (the instance guarantees every area more covering candidates than it requires)."""
+    unmet = dict(data["required"])
+    chosen: list[str] = []
+    while any(unmet.values()):
+        best = max((s for s in data["sites"] if s not in chosen),
+                   key=lambda s: sum(1 for a in data["covers"][s] if unmet[a] > 0))
+        chosen.append(best)
+        for a in data["covers"][best]:
+            unmet[a] = max(0, unmet[a] - 1)
+    return chosen
 
 
 FAMILY = SetCover()

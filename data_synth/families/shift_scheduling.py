@@ -1,6 +1,11 @@
 """Shift scheduling (IP): decide how many workers start each shift of a 24-hour operation so that every
 time block of the day has at least its required staff, at minimum wage cost. Shifts span several
-consecutive blocks and wrap around midnight (the same roster repeats every day)."""
+consecutive blocks and wrap around midnight (the same roster repeats every day).
+
+Structure variants (drawn per instance, recorded by the keys present): a headcount limit (`max_staff`), a
+limit on the workers starting any one shift (`max_per_shift`), and a minimum crew for every shift that is
+used at all (`min_crew`, a binary per shift: a MILP), each present or absent, so the program has eight
+skeletons. The limits are drawn around a greedy roster that meets them, so every variant stays feasible."""
 
 from __future__ import annotations
 
@@ -54,8 +59,12 @@ class ShiftScheduling(ProblemFamily):
         "shifts": "list of shift names",
         "covers": "covers[shift]: list of the blocks a worker on that shift is on duty",
         "cost": "wage cost of one worker on each shift for one day, keyed by shift",
+        "max_staff": "most workers that can be rostered in total (only when there is a headcount limit)",
+        "max_per_shift": "most workers that can start any one shift (only when there is such a limit)",
+        "min_crew": "fewest workers a shift can have if it is used at all (only when there is a minimum crew)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 model.staff = pyo.Var(data["shifts"], domain=pyo.NonNegativeIntegers)  # workers starting each shift
 
@@ -69,11 +78,42 @@ def cover(model, block):
     return sum(model.staff[s] for s in on_duty) >= data["required"][block]
 
 model.cover = pyo.Constraint(data["blocks"], rule=cover)
-
-# a headcount limit, when the instance has one
-if "max_staff" in data:
-    model.headcount = pyo.Constraint(expr=sum(model.staff[s] for s in data["shifts"]) <= data["max_staff"])
 '''
+    _HEADCOUNT = '''\
+model.headcount = pyo.Constraint(expr=sum(model.staff[s] for s in data["shifts"]) <= data["max_staff"])
+'''
+    _PER_SHIFT = '''\
+model.per_shift = pyo.Constraint(data["shifts"], rule=lambda model, s: model.staff[s] <= data["max_per_shift"])
+'''
+    _MIN_CREW = '''\
+
+# a shift is used or not; a used shift has at least the minimum crew, and never more workers than the
+# busiest block needs (more could not lower the cost)
+model.used = pyo.Var(data["shifts"], domain=pyo.Binary)
+busiest = max(data["required"].values())
+model.crew_min = pyo.Constraint(data["shifts"], rule=lambda model, s: model.staff[s] >= data["min_crew"] * model.used[s])
+model.crew_max = pyo.Constraint(data["shifts"], rule=lambda model, s: model.staff[s] <= busiest * model.used[s])
+'''
+
+    model_code = _HEAD  # the base cover model (the other pieces are optional)
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._HEAD
+        for key, piece in (("max_staff", self._HEADCOUNT), ("max_per_shift", self._PER_SHIFT),
+                           ("min_crew", self._MIN_CREW)):
+            if key in data:
+                code += piece
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("max_staff", "max_per_shift", "min_crew") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {**self.domains, "used": "binary"} if "min_crew" in data else self.domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "MILP" if "min_crew" in data else "IP"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -108,7 +148,18 @@ if "max_staff" in data:
                 shifts.append(name)
                 covers[name] = [blocks[(k + j) % n_blocks] for j in range(2)]
                 cost[name] = round(hourly(k * block_hours, 2 * block_hours) * 1.1)
-        return {"blocks": blocks, "required": required, "shifts": shifts, "covers": covers, "cost": cost}
+        data = {"blocks": blocks, "required": required, "shifts": shifts, "covers": covers, "cost": cost}
+        chosen = [key for key in ("max_staff", "max_per_shift", "min_crew") if rng.random() < 0.5]
+        if chosen:
+            roster = greedy_roster(data)
+            if "min_crew" in chosen:
+                data["min_crew"] = min(rng.randint(2, 4), max(required.values()))
+                roster = {s: max(n, data["min_crew"]) if n > 0 else 0 for s, n in roster.items()}
+            if "max_staff" in chosen:
+                data["max_staff"] = sum(roster.values())
+            if "max_per_shift" in chosen:
+                data["max_per_shift"] = max(roster.values())
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # a hiring freeze caps the headcount below the busiest block's requirement
@@ -121,6 +172,15 @@ if "max_staff" in data:
                            lower=data["required"][block], name=f"cover[{block}]")
         if "max_staff" in data:
             matrix.add_row({c: 1.0 for c in column.values()}, upper=data["max_staff"], name="headcount")
+        if "max_per_shift" in data:
+            for s in data["shifts"]:
+                matrix.col_upper[column[s]] = float(data["max_per_shift"])  # a bound, not a row
+        if "min_crew" in data:
+            busiest = max(data["required"].values())
+            for s in data["shifts"]:
+                used = matrix.add_var(f"used[{s}]", 0, 1, integer=True)
+                matrix.add_row({column[s]: 1.0, used: -float(data["min_crew"])}, lower=0.0, name=f"crew_min[{s}]")
+                matrix.add_row({column[s]: 1.0, used: -float(busiest)}, upper=0.0, name=f"crew_max[{s}]")
 
     def constraint_rows(self, data: dict, x: dict):
         staff = x["staff"]
@@ -129,6 +189,13 @@ if "max_staff" in data:
             yield Row(f"cover[{block}]", on_duty, ">=", data["required"][block])
         if "max_staff" in data:
             yield Row("headcount", sum(staff[s] for s in data["shifts"]), "<=", data["max_staff"])
+        for s in data["shifts"] if "max_per_shift" in data else ():
+            yield Row(f"per_shift[{s}]", staff[s], "<=", data["max_per_shift"])
+        if "min_crew" in data:
+            busiest = max(data["required"].values())
+            for s in data["shifts"]:
+                yield Row(f"crew_min[{s}]", staff[s] - data["min_crew"] * x["used"][s], ">=", 0)
+                yield Row(f"crew_max[{s}]", staff[s] - busiest * x["used"][s], "<=", 0)
 
     def objective_value(self, data: dict, x: dict) -> float:
         return sum(data["cost"][s] * x["staff"][s] for s in data["shifts"])
@@ -143,6 +210,12 @@ if "max_staff" in data:
         limit = ""
         if "max_staff" in data:
             limit = f" Because of a hiring freeze, at most {fmt(data['max_staff'])} {worker}s can be rostered in total."
+        if "max_per_shift" in data:
+            limit += (f" Workstations are limited: no more than {fmt(data['max_per_shift'])} {worker}s can start the "
+                      "same shift.")
+        if "min_crew" in data:
+            limit += (f" A shift that is used at all needs a crew of at least {fmt(data['min_crew'])} {worker}s; a "
+                      "shift may also stay empty.")
         question = (f"How many {worker}s should start each shift so that every block is covered, at minimum total "
                     f"daily wage cost? What is that minimum cost in {money} per day?")
         if representation == "text":
@@ -156,10 +229,9 @@ if "max_staff" in data:
                                     [[s, ", ".join(data["covers"][s]), data["cost"][s]] for s in data["shifts"]])
             return f"{intro}{limit}\n\n{need}\n\n{shifts}\n\n{question}"
         if representation == "file":
-            fields = dict(self.data_fields)
-            if "max_staff" in data:
-                fields["max_staff"] = f"most {worker}s that can be rostered in total"
-            return f"{intro}\n\n{describe_data_file(fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return f"{intro}{limit}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
@@ -171,18 +243,40 @@ if "max_staff" in data:
         return "\n".join(lines) + "\n\nOn duty per block: " + "; ".join(on_duty) + "."
 
     def formulation(self, data: dict) -> str:
-        headcount = ""
+        parameters = "required staff $r_t$, cost per worker $c_s$"
+        variables = "$x_s \\in \\mathbb{Z}_{\\ge 0}$, workers on shift $s$"
+        rows = ["\\text{s.t.}\\ & \\sum_{s \\in S_t} x_s \\ge r_t && \\forall t \\in T"]
         if "max_staff" in data:
-            headcount = "& \\sum_{s \\in S} x_s \\le H \\quad\\text{(headcount limit)} \\\\\n"
+            parameters += ", headcount limit $H$"
+            rows.append("& \\sum_{s \\in S} x_s \\le H \\quad\\text{(headcount limit)}")
+        if "max_per_shift" in data:
+            parameters += ", per-shift limit $U$"
+            rows.append("& x_s \\le U && \\forall s \\in S")
+        if "min_crew" in data:
+            parameters += ", minimum crew $m$ ($\\bar r = \\max_t r_t$)"
+            variables += "; $y_s \\in \\{0,1\\}$, shift $s$ is used"
+            rows.append("& m y_s \\le x_s \\le \\bar r y_s && \\forall s \\in S")
+        rows.append("& x_s \\in \\mathbb{Z}_{\\ge 0} && \\forall s \\in S")
         return (
             "**Sets**: blocks $T$, shifts $S$; $S_t \\subseteq S$ are the shifts on duty in block $t$.\n\n"
-            "**Parameters**: required staff $r_t$, cost per worker $c_s$"
-            + (", headcount limit $H$" if headcount else "") + ".\n\n"
-            "**Variables**: $x_s \\in \\mathbb{Z}_{\\ge 0}$, workers on shift $s$.\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{s \\in S} c_s x_s \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{s \\in S_t} x_s \\ge r_t && \\forall t \\in T \\\\\n" + headcount +
-            "& x_s \\in \\mathbb{Z}_{\\ge 0} && \\forall s \\in S\n\\end{aligned}\n$$"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{s \\in S} c_s x_s \\\\\n" + " \\\\\n".join(rows)
+            + "\n\\end{aligned}\n$$"
         )
+
+
+def greedy_roster(data: dict) -> dict[str, int]:
+    """A feasible roster: walk the blocks in order and start the missing workers on a shift that begins
+    in the block (every block has a full shift starting in it)."""
+    roster = {s: 0 for s in data["shifts"]}
+    for block in data["blocks"]:
+        on_duty = sum(n for s, n in roster.items() if block in data["covers"][s])
+        missing = data["required"][block] - on_duty
+        if missing > 0:
+            start = next(s for s in data["shifts"] if data["covers"][s][0] == block)
+            roster[start] += missing
+    return roster
 
 
 FAMILY = ShiftScheduling()

@@ -1,11 +1,17 @@
 """Workforce planning (IP): choose how many staff to hire and let go at the start of each month so that the
-headcount covers every month's required hours, at the least cost of wages, hiring and separations."""
+headcount covers every month's required hours, at the least cost of wages, hiring and separations.
+
+Structure variants (drawn per instance, recorded by the keys present): overtime hours per worker at a cost
+per hour (`overtime_cost` with `max_overtime_hours`, a continuous variable: a MILP), a limit on separations
+per month (`max_releases`), and a minimum headcount every month (`min_staff`, at most today's), each present
+or absent, so the program has eight skeletons. None of them can make a feasible instance infeasible."""
 
 from __future__ import annotations
 
 import random
 
 from data_synth.family import (
+    INF,
     MatrixModel,
     ProblemFamily,
     Row,
@@ -57,24 +63,47 @@ class WorkforcePlanning(ProblemFamily):
         "hire_cost": "cost of hiring one worker",
         "release_cost": "cost of letting one worker go",
         "max_hires": "most workers that can be hired in any one month",
+        "overtime_cost": "cost of one overtime hour (only when overtime is allowed)",
+        "max_overtime_hours": "most overtime hours one worker can do in a month (only when overtime is allowed)",
+        "max_releases": "most workers that can be let go in any one month (only when there is such a limit)",
+        "min_staff": "fewest workers that must be on staff in every month (only when there is such a floor)",
     }
     phrasings = (
         Phrasing(r"\bat the start of each month\b", ("at the start of each month", "as each month begins"),
                  ("on the first day of every month", "when a month opens")),
         Phrasing(r"\blet go\b", ("let go", "released"), ("laid off", "dismissed")),
     )
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 months = data["months"]
 model.staff = pyo.Var(months, domain=pyo.NonNegativeIntegers)
 model.hire = pyo.Var(months, domain=pyo.NonNegativeIntegers, bounds=(0, data["max_hires"]))
+'''
+    _RELEASE = '''\
 model.release = pyo.Var(months, domain=pyo.NonNegativeIntegers)
+'''
+    _RELEASE_LIMITED = '''\
+model.release = pyo.Var(months, domain=pyo.NonNegativeIntegers, bounds=(0, data["max_releases"]))
+'''
+    _OBJECTIVE = '''\
 
 model.obj = pyo.Objective(
     expr=sum(data["wage"] * model.staff[m] + data["hire_cost"] * model.hire[m] + data["release_cost"] * model.release[m]
              for m in months),
     sense=pyo.minimize,
 )
+'''
+    _OBJECTIVE_OVERTIME = '''\
+model.overtime = pyo.Var(months, domain=pyo.NonNegativeReals)  # overtime hours worked in the month
+
+model.obj = pyo.Objective(
+    expr=sum(data["wage"] * model.staff[m] + data["hire_cost"] * model.hire[m] + data["release_cost"] * model.release[m]
+             + data["overtime_cost"] * model.overtime[m] for m in months),
+    sense=pyo.minimize,
+)
+'''
+    _BALANCE = '''\
 
 
 def balance(model, k):
@@ -84,10 +113,46 @@ def balance(model, k):
 
 
 model.balance = pyo.Constraint(range(len(months)), rule=balance)
+'''
+    _COVER = '''\
 model.cover = pyo.Constraint(
     months, rule=lambda model, m: data["hours_per_worker"] * model.staff[m] >= data["required_hours"][m]
 )
 '''
+    _COVER_OVERTIME = '''\
+model.cover = pyo.Constraint(
+    months, rule=lambda model, m: data["hours_per_worker"] * model.staff[m] + model.overtime[m]
+    >= data["required_hours"][m]
+)
+# overtime is done by the staff on hand, each up to a monthly limit
+model.overtime_limit = pyo.Constraint(
+    months, rule=lambda model, m: model.overtime[m] <= data["max_overtime_hours"] * model.staff[m]
+)
+'''
+    _MIN_STAFF = '''\
+model.min_staff = pyo.Constraint(months, rule=lambda model, m: model.staff[m] >= data["min_staff"])
+'''
+
+    model_code = _HEAD + _RELEASE + _OBJECTIVE + _BALANCE + _COVER  # the base model
+
+    def model_code_for(self, data: dict) -> str:
+        overtime = "overtime_cost" in data
+        code = self._HEAD + (self._RELEASE_LIMITED if "max_releases" in data else self._RELEASE)
+        code += (self._OBJECTIVE_OVERTIME if overtime else self._OBJECTIVE) + self._BALANCE
+        code += self._COVER_OVERTIME if overtime else self._COVER
+        if "min_staff" in data:
+            code += self._MIN_STAFF
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("overtime_cost", "max_releases", "min_staff") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {**self.domains, "overtime": "nonnegative"} if "overtime_cost" in data else self.domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "MILP" if "overtime_cost" in data else "IP"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -96,7 +161,7 @@ model.cover = pyo.Constraint(
         hours_per_worker = rng.randint(*words["hours_range"])
         base = rng.randint(15, 60)
         required = {m: int(hours_per_worker * base * rng.uniform(0.7, 1.5)) for m in months}
-        return {
+        data = {
             "months": months,
             "initial_staff": int(base * rng.uniform(0.8, 1.1)),
             "required_hours": required,
@@ -106,13 +171,24 @@ model.cover = pyo.Constraint(
             "release_cost": rng.randint(5, 30) * 100,
             "max_hires": max(3, int(base * rng.uniform(0.4, 0.8))),
         }
+        if rng.random() < 0.5:
+            # an overtime hour costs 1.3 to 1.8 times the hourly wage
+            data["overtime_cost"] = round(data["wage"] / hours_per_worker * rng.uniform(1.3, 1.8))
+            data["max_overtime_hours"] = rng.choice([10, 15, 20, 25, 30])
+        if rng.random() < 0.5:
+            data["max_releases"] = max(1, int(base * rng.uniform(0.05, 0.2)))
+        if rng.random() < 0.5:
+            # at most today's headcount, so keeping everyone always meets it
+            data["min_staff"] = max(1, round(data["initial_staff"] * rng.uniform(0.85, 1.0)))
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # the first month needs more staff than the initial headcount plus the most hires can give
         data = dict(data)
         first = data["months"][0]
         workers = data["initial_staff"] + data["max_hires"] + rng.randint(2, 6)
-        data["required_hours"] = {**data["required_hours"], first: workers * data["hours_per_worker"]}
+        hours = data["hours_per_worker"] + data.get("max_overtime_hours", 0)  # overtime cannot close the gap
+        data["required_hours"] = {**data["required_hours"], first: workers * hours}
         return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
@@ -120,7 +196,17 @@ model.cover = pyo.Constraint(
         staff = {m: matrix.add_var(f"staff[{m}]", cost=data["wage"], integer=True) for m in months}
         hire = {m: matrix.add_var(f"hire[{m}]", 0.0, data["max_hires"], cost=data["hire_cost"], integer=True)
                 for m in months}
-        release = {m: matrix.add_var(f"release[{m}]", cost=data["release_cost"], integer=True) for m in months}
+        release = {m: matrix.add_var(f"release[{m}]", 0.0, data.get("max_releases", INF), cost=data["release_cost"],
+                                     integer=True) for m in months}
+        for m in months:
+            if "min_staff" in data:
+                matrix.col_lower[staff[m]] = float(data["min_staff"])  # the floor as a bound
+        overtime = {}
+        if "overtime_cost" in data:
+            for m in months:
+                overtime[m] = matrix.add_var(f"overtime[{m}]", cost=data["overtime_cost"])
+                matrix.add_row({overtime[m]: 1.0, staff[m]: -float(data["max_overtime_hours"])}, upper=0.0,
+                               name=f"overtime_limit[{m}]")
         for k, m in enumerate(months):
             row = {staff[m]: 1.0, hire[m]: -1.0, release[m]: 1.0}
             if k == 0:
@@ -128,19 +214,30 @@ model.cover = pyo.Constraint(
             else:
                 row[staff[months[k - 1]]] = -1.0
                 matrix.add_row(row, 0.0, 0.0, name=f"balance[{k}]")
-            matrix.add_row({staff[m]: data["hours_per_worker"]}, lower=data["required_hours"][m], name=f"cover[{m}]")
+            cover = {staff[m]: data["hours_per_worker"]}
+            if overtime:
+                cover[overtime[m]] = 1.0
+            matrix.add_row(cover, lower=data["required_hours"][m], name=f"cover[{m}]")
 
     def constraint_rows(self, data: dict, x: dict):
         months, staff, hire, release = data["months"], x["staff"], x["hire"], x["release"]
         for k, m in enumerate(months):
             before = data["initial_staff"] if k == 0 else staff[months[k - 1]]
             yield Row(f"balance[{k}]", staff[m] - before - hire[m] + release[m], "==", 0)
-            yield Row(f"cover[{m}]", data["hours_per_worker"] * staff[m], ">=", data["required_hours"][m])
+            extra = x["overtime"][m] if "overtime_cost" in data else 0.0
+            yield Row(f"cover[{m}]", data["hours_per_worker"] * staff[m] + extra, ">=", data["required_hours"][m])
             yield Row(f"max_hires[{m}]", hire[m], "<=", data["max_hires"])
+            if "overtime_cost" in data:
+                yield Row(f"overtime_limit[{m}]", extra - data["max_overtime_hours"] * staff[m], "<=", 0)
+            if "max_releases" in data:
+                yield Row(f"max_releases[{m}]", release[m], "<=", data["max_releases"])
+            if "min_staff" in data:
+                yield Row(f"min_staff[{m}]", staff[m], ">=", data["min_staff"])
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return sum(data["wage"] * x["staff"][m] + data["hire_cost"] * x["hire"][m]
-                   + data["release_cost"] * x["release"][m] for m in data["months"])
+        overtime = sum(data["overtime_cost"] * x["overtime"][m] for m in data["months"]) if "overtime_cost" in data else 0
+        return overtime + sum(data["wage"] * x["staff"][m] + data["hire_cost"] * x["hire"][m]
+                              + data["release_cost"] * x["release"][m] for m in data["months"])
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
         return "\n".join(f"- {m}: {fmt(round(x['staff'][m]))} staff (hire {fmt(round(x['hire'][m]))}, "
@@ -155,6 +252,16 @@ model.cover = pyo.Constraint(
                  f"{money} a month; hiring one costs {fmt(data['hire_cost'])} {money} and letting one go costs "
                  f"{fmt(data['release_cost'])} {money}. Every month, the {worker}s on staff must provide at least "
                  "the hours required.")
+        rules = []
+        if "overtime_cost" in data:
+            rules.append(f"Each {worker} on staff can also work up to {fmt(data['max_overtime_hours'])} overtime hours "
+                         f"a month, at {fmt(data['overtime_cost'])} {money} per overtime hour.")
+        if "max_releases" in data:
+            rules.append(f"A labour agreement allows at most {fmt(data['max_releases'])} separations in any month.")
+        if "min_staff" in data:
+            rules.append(f"At least {fmt(data['min_staff'])} {worker}s must be on staff in every month.")
+        if rules:
+            intro += " " + " ".join(rules)
         question = (f"How many {worker}s should be hired and let go each month to cover the work at the lowest "
                     "total cost of wages, hiring and separations, and what is that cost? Headcounts are whole "
                     "numbers.")
@@ -169,19 +276,42 @@ model.cover = pyo.Constraint(
                      f"hiring limit. Every {worker} provides a fixed number of hours a month and earns a monthly "
                      f"wage; hiring and letting go cost a fixed amount per {worker}. Every month, the {worker}s on "
                      "staff must provide at least the hours required.")
-            return f"{rules}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            if "overtime_cost" in data:
+                rules += f" Each {worker} on staff can also work a limited number of overtime hours, at a cost per hour."
+            if "max_releases" in data:
+                rules += " A labour agreement limits the separations in any month."
+            if "min_staff" in data:
+                rules += f" A minimum number of {worker}s must be on staff in every month."
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return f"{rules}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def formulation(self, data: dict) -> str:
+        overtime = "overtime_cost" in data
+        parameters = ("initial staff $s_0$, required hours $r_t$, hours per worker $h$, wage $w$, hiring cost $c^h$, "
+                      "separation cost $c^f$, hiring limit $H$")
+        variables = "staff $s_t$, hires $a_t$, separations $f_t$, all non-negative integers"
+        objective = "\\sum_t (w s_t + c^h a_t + c^f f_t" + (" + c^o o_t" if overtime else "") + ")"
+        rows = ["\\text{s.t.}\\ & s_t = s_{t-1} + a_t - f_t && \\forall t"]
+        if overtime:
+            parameters += ", overtime cost $c^o$ per hour, overtime limit $v$ hours per worker"
+            variables += "; overtime hours $o_t \\ge 0$"
+            rows += ["& h s_t + o_t \\ge r_t && \\forall t", "& o_t \\le v s_t && \\forall t"]
+        else:
+            rows.append("& h s_t \\ge r_t && \\forall t")
+        if "max_releases" in data:
+            parameters += ", separation limit $F$"
+            rows.append("& f_t \\le F && \\forall t")
+        if "min_staff" in data:
+            parameters += ", minimum headcount $m$"
+            rows.append("& s_t \\ge m && \\forall t")
+        rows.append("& 0 \\le a_t \\le H,\\ s_t, a_t, f_t \\in \\mathbb{Z}_{\\ge 0} && \\forall t")
         return (
             "**Sets**: months $t = 1, \\dots, T$ in order.\n\n"
-            "**Parameters**: initial staff $s_0$, required hours $r_t$, hours per worker $h$, wage $w$, hiring "
-            "cost $c^h$, separation cost $c^f$, hiring limit $H$.\n\n"
-            "**Variables**: staff $s_t$, hires $a_t$, separations $f_t$, all non-negative integers.\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_t (w s_t + c^h a_t + c^f f_t) \\\\\n"
-            "\\text{s.t.}\\ & s_t = s_{t-1} + a_t - f_t && \\forall t \\\\\n"
-            "& h s_t \\ge r_t && \\forall t \\\\\n"
-            "& 0 \\le a_t \\le H,\\ s_t, a_t, f_t \\in \\mathbb{Z}_{\\ge 0} && \\forall t\n\\end{aligned}\n$$"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 
