@@ -34,12 +34,38 @@ SECTIONS: dict[str, str] = {
 
 
 @dataclasses.dataclass
+class ExecutorSettings:
+    """The `[run.executor]` table of a recipe: which executor runs a stage's tasks, how many, with what."""
+
+    kind: typing.Literal["local", "slurm", "ray"] = "local"
+    tasks: int = 1  # tasks the work is split into (the result does not depend on it)
+    workers: int = 0  # tasks running at once; 0: all of them (local: at most this machine's cores)
+    # Slurm: one job array of `tasks` jobs
+    partition: str = ""
+    time: str = "04:00:00"  # each job's time limit
+    cpus_per_task: int = 2  # Slurm and Ray: CPUs reserved per task (give synth.workers of them)
+    mem_per_cpu_gb: float = 2.0
+    job_name: str = "trex"
+    qos: str = ""
+    sbatch_args: dict[str, str] = dataclasses.field(default_factory=dict)  # more #SBATCH lines: {"account" = "my-account"}
+    venv: str = ""  # a venv's activate script to source in each job (e.g. /shared/trex/.venv/bin/activate)
+    setup: list[str] = dataclasses.field(default_factory=list)  # shell lines each job runs first (module load, export ...)
+    srun: bool = True  # run each job's task under srun
+    poll_s: float = 30.0  # how often the submitting process looks for finished Slurm tasks
+    # Ray: an existing cluster's address ("auto", "ray://head:10001"); empty: the one this process started
+    # or joins (ray.init())
+    address: str = ""
+
+
+@dataclasses.dataclass
 class RunSection:
-    """The `[run]` table: what names the run and where its stage folders go."""
+    """The `[run]` table: what names the run and where its stage folders go; `[run.executor]` says where a
+    sharded stage's tasks run (`trex_cli.executors`)."""
 
     name: str = ""  # default: the recipe file's stem
     run_dir: str = ""  # default: runs/<name>
     seed: int = 0
+    executor: ExecutorSettings = dataclasses.field(default_factory=ExecutorSettings)
 
 
 def schema_for(section: str) -> type:
