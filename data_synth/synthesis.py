@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import sys
 import threading
@@ -505,9 +506,168 @@ def _block_paths(out: Path, split: str, block: int) -> dict[str, Path]:
     return paths
 
 
-def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress], None] | None = None) -> SynthResult:
+# ------------------------------------------------------------------------------------ sharded tasks
+
+def _raw_path(out: Path, split: str, block: int) -> Path:
+    """A block's task results as verified, before duplicates are dropped and before the cut at `n`."""
+    return Path(out) / "blocks" / "raw" / f"{split}-{block:05d}.jsonl"
+
+
+class BlockTask:
+    """One round of sharded synthesis as an executor's pipeline step (a callable `(data, rank, world_size)`,
+    as datatrove's executors run them). Task `rank` of `world_size` verifies the blocks `blocks[rank::world_size]`
+    of the round, each whole, and writes each block's results to `blocks/raw/<split>-<b>.jsonl` atomically; a
+    block whose file exists is skipped, so a task killed halfway redoes only its unfinished blocks. The
+    results are what `process_candidate` returns, which depends only on (split, seed, index): whichever task
+    verifies a block, the main process merges the same results in index order (`synthesize`)."""
+
+    def __init__(self, config: SynthConfig, out: Path, blocks: list[tuple[str, int]], workers: int = 1) -> None:
+        self.config = dataclasses.replace(config, workers=max(1, workers))
+        self.out = Path(out).resolve()
+        self.blocks = list(blocks)
+
+    def mine(self, rank: int, world_size: int) -> list[tuple[str, int]]:
+        return self.blocks[rank::world_size]
+
+    def __call__(self, data=None, rank: int = 0, world_size: int = 1):
+        todo = [(split, block) for split, block in self.mine(rank, world_size)
+                if not _raw_path(self.out, split, block).is_file()]
+        if not todo:
+            return data
+        size = self.config.block_size
+        if self.config.workers > 1:
+            executor = _Executor(self.config)
+        else:  # the task's process is the worker: the executor's tasks are the parallelism
+            executor = None
+            init_worker(self.config, silence_stdout=True)
+        finished = False
+        try:
+            for split, block in todo:
+                tasks = [(split, i) for i in range(block * size, (block + 1) * size)]
+                verify = executor.map(tasks) if executor is not None else map(process_candidate, tasks)
+                write_text_atomic(_raw_path(self.out, split, block), _jsonl(list(verify)))
+            finished = True
+        finally:
+            if executor is not None:
+                executor.close(graceful=finished)
+            else:
+                close_worker()
+        return data
+
+
+@dataclass
+class Sharding:
+    """How `synthesize` runs its candidates as sharded tasks: `run(pipeline, logging_dir)` runs the pipeline
+    (one `BlockTask`) as `tasks` tasks on an executor and returns when all have finished (trex_cli's synth
+    stage passes datatrove's local, Slurm or Ray executor); `workers` is each task's own worker count."""
+
+    tasks: int
+    run: Callable[[list, Path], object]
+    workers: int = 1
+
+
+PRIOR_KEEP_RATE = 0.75  # the share of candidates kept, before a split has shown its own
+
+
+def plan_round(config: SynthConfig, out: Path, split: str, block: int, remaining: int, keep_rate: float | None,
+               tasks: int, with_eval: bool = False) -> list[tuple[str, int]]:
+    """The blocks one round verifies: from `block` on, enough for `remaining` more problems at the split's
+    keep rate so far (a prior when it has none) with a tenth to spare, and at least one per task; in the
+    first train round also the eval split's first blocks, so one round usually covers both splits. Blocks
+    whose results or final files exist are left out."""
+    def wanted(split_: str, first: int, left: int, rate: float | None) -> list[tuple[str, int]]:
+        per_block = max(rate if rate is not None else PRIOR_KEEP_RATE, 0.02) * config.block_size
+        count = max(1, -(-int(left * 1.1) // max(1, int(per_block))))
+        limit = (1000 * max(left, 1) + 10_000) // config.block_size + 1  # synthesize's give-up bound
+        return [(split_, b) for b in range(first, first + min(count, limit))
+                if not _raw_path(out, split_, b).is_file() and not _block_paths(out, split_, b)["marker"].is_file()]
+
+    blocks = wanted(split, block, remaining, keep_rate)
+    if with_eval and split == "train" and config.eval_n > 0:
+        blocks += wanted("eval", 0, config.eval_n, keep_rate)
+    while len(blocks) < tasks:  # every task gets a block: spare blocks are used if the split falls short
+        last_split, last = blocks[-1] if blocks else (split, block - 1)
+        blocks.append((last_split, last + 1))
+    return blocks
+
+
+class _ShardedResults:
+    """The main process's side of sharded synthesis: a block's results are read from the file its task
+    wrote; a missing one starts a round of tasks (`plan_round`) and waits for it."""
+
+    def __init__(self, config: SynthConfig, out: Path, sharding: Sharding,
+                 on_progress: Callable[[Progress], None] | None) -> None:
+        self.config, self.out, self.sharding, self.on_progress = config, Path(out), sharding, on_progress
+        self.rounds = 0
+
+    def block(self, split: str, block: int, kept: int, seen: int, target: int, rejected: int) -> list[dict]:
+        path = _raw_path(self.out, split, block)
+        if not path.is_file():
+            rate = kept / seen if seen >= 32 else None
+            blocks = plan_round(self.config, self.out, split, block, target - kept, rate, self.sharding.tasks,
+                                with_eval=self.rounds == 0)
+            self.rounds += 1
+            task = BlockTask(self.config, self.out, blocks, self.sharding.workers)
+            logging_dir = self.out / "blocks" / "executor" / f"{split}-{block:05d}"
+            with _RoundProgress(self.out, blocks, split, kept, target, rejected, seen, self.on_progress):
+                self.sharding.run([task], logging_dir)
+            if not path.is_file():
+                raise RuntimeError(f"the tasks finished but {path} is missing; see the task logs in {logging_dir}/logs "
+                                   "and run the same command again")
+        return _read_jsonl(path)
+
+    def done(self, split: str, block: int) -> None:
+        _raw_path(self.out, split, block).unlink(missing_ok=True)
+
+
+class _RoundProgress:
+    """While a round runs, read the block files its tasks finish and report the split's progress (kept
+    before duplicates are dropped: the merge after the round gives the exact count)."""
+
+    def __init__(self, out: Path, blocks, split: str, kept: int, target: int, rejected: int, seen: int,
+                 on_progress) -> None:
+        self.paths = [_raw_path(out, s, b) for s, b in blocks if s == split]
+        self.split, self.kept, self.target, self.rejected, self.seen = split, kept, target, rejected, seen
+        self.on_progress = on_progress
+        self.stop = threading.Event()
+        self.thread = None
+
+    def _watch(self) -> None:
+        counted: set[Path] = set()
+        kept, rejected, seen = self.kept, self.rejected, self.seen
+        while not self.stop.wait(0.5):
+            for path in self.paths:
+                if path in counted or not path.is_file():
+                    continue
+                counted.add(path)
+                try:
+                    rows = _read_jsonl(path)
+                except (OSError, json.JSONDecodeError):
+                    continue
+                seen += len(rows)
+                rejects = sum("reject" in row for row in rows)
+                rejected += rejects
+                kept += len(rows) - rejects
+                self.on_progress(Progress(self.split, min(kept, self.target), self.target, rejected, seen))
+
+    def __enter__(self):
+        if self.on_progress is not None:
+            self.thread = threading.Thread(target=self._watch, name="trex-synth-round-progress", daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+
+
+def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress], None] | None = None,
+               sharding: Sharding | None = None) -> SynthResult:
     """Synthesize into the folder `out`, resuming from its finished blocks; see the module docstring.
-    Returns the counts and summary the stage's manifest records."""
+    With `sharding`, the candidates are verified by sharded tasks on an executor (`BlockTask`) and this
+    process merges their block files; the records are the same. Returns the counts and summary the stage's
+    manifest records."""
     check_config(config)
     if config.teacher_endpoint:
         from data_synth.teacher import probe
@@ -519,12 +679,14 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
     teacher = Counter()
     per_family: dict[str, Counter] = defaultdict(Counter)
     executor: _Executor | None = None
+    sharded = _ShardedResults(config, out, sharding, on_progress) if sharding is not None else None
     wall_started = time.perf_counter()
     verified_new = 0
     try:
         for split in SPLIT_NAMES:
             target = config.n if split == "train" else config.eval_n
             kept = rejected = candidates = 0
+            seen = 0  # candidates of this split merged so far, finished blocks included (the keep rate)
             block = 0
             if on_progress and target:
                 on_progress(Progress(split, 0, target, 0, 0))
@@ -539,11 +701,17 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                     if len(records) != marker["kept"]:
                         raise ValueError(f"{paths['problems']} does not match its marker; rerun with --force")
                     seen_hashes.update(r["instance"] for r in records)
+                    if sharded is not None:
+                        sharded.done(split, block)
                 else:
-                    if executor is None:
-                        executor = _Executor(config)
+                    if sharded is not None:
+                        results = iter(sharded.block(split, block, kept, seen, target, rejected))
+                    else:
+                        if executor is None:
+                            executor = _Executor(config)
+                        results = executor.map(tasks)
                     records, cpts, sfts, rejects = [], [], [], []
-                    for result in executor.map(tasks):
+                    for result in results:
                         candidates += 1
                         for key, value in result["seconds"].items():
                             timing[key] += value
@@ -579,6 +747,8 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                     write_text_atomic(paths["rejects"], _jsonl(rejects))
                     write_json_atomic(paths["marker"], {"split": split, "block": block, "kept": len(records),
                                                         "rejected": len(rejects)})
+                    if sharded is not None:
+                        sharded.done(split, block)
                 for record in records:
                     counter = per_family[record["family"]]
                     counter[f"{split}_kept"] += 1
@@ -587,6 +757,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                     per_family[reject["family"] or "?"][f"reject:{reject['reason']}"] += 1
                 kept += len(records)
                 rejected += len(rejects)
+                seen += len(records) + len(rejects)
                 if on_progress:
                     on_progress(Progress(split, kept, target, rejected, candidates))
                 block += 1
@@ -600,6 +771,8 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
     finally:
         if executor is not None:
             executor.close()
+    if sharded is not None:  # the blocks verified past the cut at n
+        shutil.rmtree(out / "blocks" / "raw", ignore_errors=True)
     wall = time.perf_counter() - wall_started
     return _finish(out, per_family, timing, teacher, wall, verified_new)
 

@@ -73,11 +73,15 @@ def synth(
     teacher_endpoint: Annotated[str | None, typer.Option("--teacher-endpoint", help="OpenAI-compatible base URL (…/v1) for statement rewrites.")] = None,
     teacher_model: Annotated[str | None, typer.Option("--teacher-model", help="Model name for the teacher endpoint.")] = None,
     run_dir: Annotated[Path | None, typer.Option("--run-dir", help="Run folder (default: runs/<recipe name>).")] = None,
+    executor: Annotated[str | None, typer.Option("--executor", help="Where the tasks run: local, slurm or ray (\\[run.executor] kind).", show_default="run.executor.kind: local")] = None,
+    tasks: Annotated[int | None, typer.Option("--tasks", help="Tasks the candidates are sharded into (the records do not depend on it).", show_default="run.executor.tasks: 1")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="With --executor slurm: write the first round's sbatch script and stop.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the folder is finished.")] = False,
     show_progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show the progress bar on stderr.")] = True,
 ) -> None:
     """Synthesize solver-verified OR problems (each checked six ways) with CPT documents, SFT samples and
     a held-out eval split."""
+    from trex_cli.executors import executor_flags
     from trex_cli.recipe import flag_overrides, load_recipe
     from trex_cli.run_layout import RunLayout
     from trex_cli.stages.synth import SynthStage
@@ -93,11 +97,18 @@ def synth(
         "--teacher-model": ("synth.teacher_model", teacher_model),
         "--out": ("synth.out", str(out_dir) if out_dir is not None else None),
         "--run-dir": ("run.run_dir", str(run_dir) if run_dir is not None else None),
+        **executor_flags(executor, tasks),
     })
     loaded = load_recipe(recipe, overrides, flags)
     layout = RunLayout(loaded)
+    stage = SynthStage(loaded, layout)
+    stage.dry_run = dry_run
     with layout.stage_command():
-        result = SynthStage(loaded, layout).run(force=force, show_progress=show_progress)
+        result = stage.run(force=force, show_progress=show_progress)
+    if dry_run and result.details is not None:
+        out.print(f"wrote the Slurm submission of the first round: {result.details} (not submitted); "
+                  "run the same command without --dry-run to submit it and merge the results")
+        return
     if not result.ran:
         out.print(result.said())
         return
