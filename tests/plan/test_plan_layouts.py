@@ -247,14 +247,16 @@ def test_gpu_profiles_recommend_only_layouts_the_native_trainer_runs():
     assert PROFILES["h100"].engine == "native" and PROFILES["cloudmatrix384"].engine == "mindspeed"
     assert PROFILES["h100"].compute_efficiency != PROFILES["cloudmatrix384"].compute_efficiency
     layout = PlannedLayout(tp=2, pp=4, ep=8, etp=2, cp=2, noop_layers=(43,))
-    problems = engine_problems(layout, job, "native")
-    assert len(problems) == 2 and "context parallel" in problems[0] and "expert-TP 1" in problems[1]
+    assert engine_problems(layout, job, "native") == ["ETP 2: trex's native trainer keeps expert-TP 1"]
     assert engine_problems(layout, job, "mindspeed") == []
-    assert engine_problems(dataclasses.replace(layout, cp=1, etp=1, ep=64), job, "native") == [
-        "EP 64 does not divide the 32 data-parallel ranks trex's native trainer folds experts into"]
+    # experts fold into the tensor ranks too: EP 64 on the 64 ranks of a stage (32 DP x 2 TP) runs
+    assert engine_problems(dataclasses.replace(layout, cp=1, etp=1, ep=64), job, "native") == []
+    assert engine_problems(dataclasses.replace(layout, cp=1, etp=1, ep=128), job, "native") == [
+        "EP 128 x ETP 1 does not divide the 64 ranks of a pipeline stage that trex's native trainer folds experts "
+        "into"]
     result = search(job, load_cluster("h200"), flops("flash", 32768), micro_batches=(1,))
     assert result.feasible
-    assert all(e.layout.cp == 1 and e.layout.etp == 1 for e in result.feasible)
+    assert all(e.layout.etp == 1 for e in result.feasible)
     # the same job on the SuperPOD may use context parallel (MindSpeed-LLM runs it)
     structures = {(e.layout.cp, e.layout.etp) for e in search(job, load_cluster("cloudmatrix384"),
                                                                flops("flash", 32768), micro_batches=(1,)).feasible}

@@ -183,22 +183,20 @@ ENGINES = ("mindspeed", "native")
 
 def engine_problems(layout: PlannedLayout, job: Job, engine: str) -> list[str]:
     """What keeps a trex engine from running the layout. MindSpeed-LLM (Ascend) runs every Megatron
-    layout; trex's native trainer folds experts into the data-parallel ranks with expert-TP 1 and has
-    no context parallel (trex_cli/train/distributed.py)."""
+    layout. trex's native trainer runs the rules of its `ParallelDims` (trex_cli/train/parallel_dims.py):
+    context parallel, and experts folded into the data, context and tensor ranks of a pipeline stage (EP
+    must divide those ranks, as in Megatron's expert model parallel), but expert-TP 1 only."""
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "mindspeed":
         return []
     problems = []
-    if layout.cp != 1:
-        problems.append(f"CP {layout.cp}: trex's native trainer has no context parallel (use CP 1, or an Ascend "
-                        "profile for MindSpeed-LLM)")
     if layout.etp != 1:
         problems.append(f"ETP {layout.etp}: trex's native trainer keeps expert-TP 1")
-    dense_dp = job.world // (layout.tp * layout.pp)
-    if dense_dp and dense_dp % layout.ep:
-        problems.append(f"EP {layout.ep} does not divide the {dense_dp} data-parallel ranks trex's native trainer "
-                        "folds experts into")
+    stage_ranks = job.world // layout.pp
+    if stage_ranks and stage_ranks % (layout.ep * layout.etp):
+        problems.append(f"EP {layout.ep} x ETP {layout.etp} does not divide the {stage_ranks} ranks of a pipeline "
+                        "stage that trex's native trainer folds experts into")
     return problems
 
 
