@@ -17,6 +17,8 @@ from trex_sandbox import Sandbox, SandboxSettings
 STATED = {
     "bounded_knapsack": {"second_capacity": "is limited too", "max_types": "different types may be taken",
                          "type_cost": "has a fixed cost"},
+    "cutting_stock": {"max_surplus": "Surplus is limited", "stock_available": "are in stock",
+                      "setup_cost": "setting the knives"},
 }
 
 
