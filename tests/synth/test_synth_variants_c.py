@@ -19,6 +19,7 @@ STATED = {
                          "type_cost": "has a fixed cost"},
     "cutting_stock": {"max_surplus": "Surplus is limited", "stock_available": "are in stock",
                       "setup_cost": "setting the knives"},
+    "diet_blending": {"batch_size": "must add up to exactly", "max_share": "Share limits", "whole_units": "Only whole"},
 }
 
 
