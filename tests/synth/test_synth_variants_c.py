@@ -20,6 +20,8 @@ STATED = {
     "cutting_stock": {"max_surplus": "Surplus is limited", "stock_available": "are in stock",
                       "setup_cost": "setting the knives"},
     "diet_blending": {"batch_size": "must add up to exactly", "max_share": "Share limits", "whole_units": "Only whole"},
+    "media_allocation": {"min_share": "must go to", "saturation": "Audiences saturate",
+                         "creative_cost": "Producing the ad"},
 }
 
 
