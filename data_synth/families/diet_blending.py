@@ -1,5 +1,10 @@
 """Diet / blending (LP): choose amounts of ingredients that meet lower (and some upper) limits on the
-nutrients or components of the blend, within ingredient availability, at least cost."""
+nutrients or components of the blend, within ingredient availability, at least cost.
+
+Structure variants (drawn per instance, recorded by the keys present): a fixed batch size (`batch_size`, an
+equality on the total), share limits on some ingredients (`max_share`, a fraction of the whole blend) and
+whole units only (`whole_units`: the LP becomes an IP). Each is present or absent, so the program has
+eight skeletons; limits are drawn around a reference blend (integral when a variant needs it)."""
 
 from __future__ import annotations
 
@@ -64,12 +69,24 @@ class DietBlending(ProblemFamily):
         "minimum": "least total amount of each component the blend must contain, keyed by component",
         "maximum": "most total amount of a component the blend may contain (only the listed components)",
         "available": "most units of each ingredient that can be used, keyed by ingredient",
+        "batch_size": "total units the blend must add up to exactly (only when the batch size is fixed)",
+        "max_share": "most share of the whole blend, as a fraction, keyed by ingredient (only the listed "
+                     "ingredients; only when some share is limited)",
+        "whole_units": "true: every ingredient is used in whole units (only when fractions are not allowed)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 model.F = pyo.Set(initialize=data["ingredients"])
 model.N = pyo.Set(initialize=data["components"])
+'''
+    _AMOUNT = '''\
 model.amount = pyo.Var(model.F, domain=pyo.NonNegativeReals)
+'''
+    _AMOUNT_WHOLE = '''\
+model.amount = pyo.Var(model.F, domain=pyo.NonNegativeIntegers)  # whole units only
+'''
+    _BODY = '''\
 
 model.obj = pyo.Objective(expr=sum(data["cost"][f] * model.amount[f] for f in model.F), sense=pyo.minimize)
 
@@ -84,6 +101,36 @@ model.availability = pyo.Constraint(
     model.F, rule=lambda model, f: model.amount[f] <= data["available"][f]
 )
 '''
+    _BATCH = '''\
+model.batch = pyo.Constraint(expr=sum(model.amount[f] for f in model.F) == data["batch_size"])
+'''
+    _SHARE = '''\
+# a listed ingredient makes up at most its share of the whole blend
+model.max_share = pyo.Constraint(
+    list(data["max_share"]),
+    rule=lambda model, f: model.amount[f] <= data["max_share"][f] * sum(model.amount[g] for g in model.F),
+)
+'''
+
+    model_code = _HEAD + _AMOUNT + _BODY  # the continuous blend without batch or share rules
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._HEAD + (self._AMOUNT_WHOLE if "whole_units" in data else self._AMOUNT) + self._BODY
+        if "batch_size" in data:
+            code += self._BATCH
+        if "max_share" in data:
+            code += self._SHARE
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("batch_size", "max_share", "whole_units") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {"amount": "nonnegative_integer"} if "whole_units" in data else self.domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "IP" if "whole_units" in data else "LP"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -104,14 +151,28 @@ model.availability = pyo.Constraint(
         top = max(worth.values())
         cost = {f: max(low, round(high * worth[f] / top * rng.uniform(0.6, 1.1))) for f in foods}
         available = {f: rng.randint(8, 40) for f in foods}
-        # a reference blend inside availability: its totals shape the limits, so it stays feasible
+        whole, batch, share = (rng.random() < 0.5 for _ in range(3))
+        # a reference blend inside availability: its totals shape the limits, so it stays feasible (in whole
+        # units when the variant needs them: integral amounts, an integral batch size)
         reference = {f: rng.uniform(0.3, 0.9) * available[f] for f in foods}
+        if whole or batch:
+            reference = {f: round(amount) for f, amount in reference.items()}
         totals = {n: sum(content[n][f] * reference[f] for f in foods) for n in nutrients}
         minimum = {n: int(totals[n] * rng.uniform(0.6, 0.95)) for n in nutrients}
         capped = rng.sample(nutrients, max(1, n_nutrients // 3))
         maximum = {n: math.ceil(totals[n] * rng.uniform(1.05, 1.4)) for n in nutrients if n in capped}
-        return {"ingredients": foods, "components": nutrients, "cost": cost, "content": content,
+        data = {"ingredients": foods, "components": nutrients, "cost": cost, "content": content,
                 "minimum": minimum, "maximum": maximum, "available": available}
+        if batch:
+            data["batch_size"] = sum(reference.values())
+        if share:
+            # the cheapest sources of worth would dominate the blend: cap them at a share the reference meets
+            cheapest = sorted(foods, key=lambda f: (cost[f] / max(worth[f], 1e-9), f))[:max(1, n_foods // 4)]
+            blend = sum(reference.values())
+            data["max_share"] = {f: min(0.95, math.ceil(20 * reference[f] / blend) / 20) for f in cheapest}
+        if whole:
+            data["whole_units"] = True
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # require more of one component than all available ingredients together contain
@@ -123,12 +184,21 @@ model.availability = pyo.Constraint(
         return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
-        columns = {f: matrix.add_var(f"amount[{f}]", 0.0, data["available"][f], cost=data["cost"][f])
+        whole = "whole_units" in data
+        columns = {f: matrix.add_var(f"amount[{f}]", 0.0, data["available"][f], cost=data["cost"][f], integer=whole)
                    for f in data["ingredients"]}
         for n in data["components"]:
             coefficients = {columns[f]: data["content"][n][f] for f in data["ingredients"]}
             matrix.add_row(coefficients, lower=data["minimum"][n], upper=data["maximum"].get(n, math.inf),
                            name=f"limits[{n}]")
+        if "batch_size" in data:
+            matrix.add_row({c: 1.0 for c in columns.values()}, lower=data["batch_size"], upper=data["batch_size"],
+                           name="batch")
+        for f, share in data.get("max_share", {}).items():
+            # x_f - share * sum_g x_g <= 0
+            coefficients = {c: -share for c in columns.values()}
+            coefficients[columns[f]] += 1.0
+            matrix.add_row(coefficients, upper=0.0, name=f"max_share[{f}]")
 
     def constraint_rows(self, data: dict, x: dict):
         amount = x["amount"]
@@ -139,9 +209,30 @@ model.availability = pyo.Constraint(
                 yield Row(f"at_most[{n}]", total, "<=", data["maximum"][n])
         for f in data["ingredients"]:
             yield Row(f"availability[{f}]", amount[f], "<=", data["available"][f])
+        blend = sum(amount[f] for f in data["ingredients"])
+        if "batch_size" in data:
+            yield Row("batch", blend, "==", data["batch_size"])
+        for f, share in data.get("max_share", {}).items():
+            yield Row(f"max_share[{f}]", amount[f] - share * blend, "<=", 0.0)
 
     def objective_value(self, data: dict, x: dict) -> float:
         return sum(data["cost"][f] * x["amount"][f] for f in data["ingredients"])
+
+    def _rules(self, data: dict, scenario: Scenario, representation: str) -> str:
+        """The optional rules in words, with their numbers outside a "file" statement."""
+        unit = scenario.words["unit"]
+        rules = []
+        if "batch_size" in data:
+            rules.append("The blend is made in one batch of a fixed total size." if representation == "file" else
+                         f"The blend must add up to exactly {fmt(data['batch_size'])} {unit}s in total.")
+        if "max_share" in data:
+            if representation == "file":
+                rules.append("Some ingredients may make up only a limited share of the whole blend.")
+            else:
+                caps = ", ".join(f"{f} at most {fmt(round(share * 100, 6))}%"
+                                 for f, share in data["max_share"].items())
+                rules.append(f"Share limits of the whole blend apply: {caps}.")
+        return " ".join(rules)
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -152,8 +243,11 @@ model.availability = pyo.Constraint(
             "hospital": f"The dietitian of {words['company']} composes {words['what']} from {join_names(foods)}.",
             "alloy": f"{words['company'].capitalize()} blends {join_names(foods)} into {words['what']}.",
         }[scenario.key]
+        amounts = (f"Only whole {unit}s can be used." if "whole_units" in data
+                   else "Fractional amounts are allowed.")
         question = (f"How many {unit}s of each ingredient should be used to meet every requirement at the "
-                    "lowest total cost, and what is that cost? Fractional amounts are allowed.")
+                    f"lowest total cost, and what is that cost? {amounts}")
+        rules = self._rules(data, scenario, representation)
         if representation == "text":
             parts = [intro]
             for f in foods:
@@ -167,7 +261,7 @@ model.availability = pyo.Constraint(
                     need += f" but no more than {fmt(data['maximum'][n])} {units[n]}"
                 needs.append(need)
             parts.append(f"The blend must contain {'; '.join(needs)}.")
-            parts.append(question)
+            parts += [rules, question] if rules else [question]
             return " ".join(parts)
         if representation == "table":
             table = markdown_table(
@@ -180,22 +274,40 @@ model.availability = pyo.Constraint(
                 [[n, f"{fmt(data['minimum'][n])} {units[n]}",
                   f"{fmt(data['maximum'][n])} {units[n]}" if n in data["maximum"] else "none"]
                  for n in nutrients])
-            return f"{intro} Ingredient data:\n\n{table}\n\nRequirements on the blend:\n\n{limits}\n\n{question}"
+            closing = f"{rules} {question}" if rules else question
+            return f"{intro} Ingredient data:\n\n{table}\n\nRequirements on the blend:\n\n{limits}\n\n{closing}"
         if representation == "file":
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            extra = f" {rules}" if rules else ""
             return (f"{intro} Each ingredient has a cost and contributes to several components; the blend must "
                     "reach a minimum of every component, stay under a maximum for some, and use no more of an "
-                    f"ingredient than is available.\n\n{describe_data_file(self.data_fields)}\n\n{question}")
+                    f"ingredient than is available.{extra}\n\n{describe_data_file(fields)}\n\n{question}")
         raise ValueError(f"unknown representation {representation!r}")
 
     def formulation(self, data: dict) -> str:
+        whole = "whole_units" in data
+        parameters = "cost $c_f$, content $a_{nf}$, minimum $l_n$, maximum $u_n$, availability $s_f$"
+        sets = "ingredients $F$, components $N$, capped components $M \\subseteq N$"
+        rows = ["\\text{s.t.}\\ & \\sum_{f \\in F} a_{nf} x_f \\ge l_n && \\forall n \\in N",
+                "& \\sum_{f \\in F} a_{nf} x_f \\le u_n && \\forall n \\in M",
+                "& 0 \\le x_f \\le s_f && \\forall f \\in F"]
+        if "batch_size" in data:
+            parameters += ", batch size $B$"
+            rows.append("& \\sum_{f \\in F} x_f = B")
+        if "max_share" in data:
+            sets += ", share-limited ingredients $S \\subseteq F$"
+            parameters += ", most share $p_f$"
+            rows.append("& x_f \\le p_f \\sum_{g \\in F} x_g && \\forall f \\in S")
+        if whole:
+            rows.append("& x_f \\in \\mathbb{Z} && \\forall f \\in F")
+        variables = ("$x_f \\in \\mathbb{Z}_{\\ge 0}$, whole units" if whole else "$x_f \\ge 0$, units")
         return (
-            "**Sets**: ingredients $F$, components $N$, capped components $M \\subseteq N$.\n\n"
-            "**Parameters**: cost $c_f$, content $a_{nf}$, minimum $l_n$, maximum $u_n$, availability $s_f$.\n\n"
-            "**Variables**: $x_f \\ge 0$, units of ingredient $f$ in the blend.\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{f \\in F} c_f x_f \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{f \\in F} a_{nf} x_f \\ge l_n && \\forall n \\in N \\\\\n"
-            "& \\sum_{f \\in F} a_{nf} x_f \\le u_n && \\forall n \\in M \\\\\n"
-            "& 0 \\le x_f \\le s_f && \\forall f \\in F\n\\end{aligned}\n$$"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables} of ingredient $f$ in the blend.\n\n"
+            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{f \\in F} c_f x_f \\\\\n" + " \\\\\n".join(rows)
+            + "\n\\end{aligned}\n$$"
         )
 
 

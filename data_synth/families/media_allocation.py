@@ -1,5 +1,11 @@
 """Media / budget allocation (IP): buy whole ad placements on several channels to maximize the audience
-reached, within a budget, with limits per channel and a minimum share of spend on some channel."""
+reached, within a budget, with limits per channel.
+
+Structure variants (drawn per instance, recorded by the keys present): a minimum share of the spend on one
+channel (`min_share_channel`, `min_share`), audiences that saturate (`saturation`, `repeat_reach`: placements
+past a point reach fewer people, through a continuous excess variable, so the IP becomes a MILP) and a fixed
+ad production cost per channel used, paid from the budget (`creative_cost`, through a binary linked to the
+placements). Each is present or absent, so the program has eight skeletons."""
 
 from __future__ import annotations
 
@@ -21,19 +27,20 @@ SCENARIOS = (
     Scenario("retail", "retail marketing", {
         "who": "A retail chain", "campaign": "its spring sale",
         "channels": ["TV spots", "radio spots", "newspaper ads", "billboards", "social media posts",
-                     "podcast reads", "search ads"],
+                     "podcast reads", "search ads", "cinema ads", "email blasts", "transit posters"],
         "audience": "thousand people", "placement": "placement",
     }),
     Scenario("election", "public information", {
         "who": "A city's election office", "campaign": "a voter-registration drive",
         "channels": ["bus-shelter posters", "local radio slots", "community newspaper pages", "TV slots",
-                     "streaming ads", "mailers", "video pre-rolls"],
+                     "streaming ads", "mailers", "video pre-rolls", "town-hall flyers", "social media posts",
+                     "podcast reads"],
         "audience": "thousand residents", "placement": "slot",
     }),
     Scenario("app", "mobile apps", {
         "who": "A start-up launching a fitness app", "campaign": "its launch month",
         "channels": ["influencer posts", "app-store ads", "video ads", "display banners", "newsletter slots",
-                     "podcast reads", "search ads"],
+                     "podcast reads", "search ads", "TV spots", "radio spots", "transit posters"],
         "audience": "thousand impressions", "placement": "unit",
     }),
 )
@@ -52,31 +59,106 @@ class MediaAllocation(ProblemFamily):
         "reach": "audience reached by one placement, keyed by channel",
         "max_units": "most placements available on each channel, keyed by channel",
         "budget": "total budget (dollars)",
-        "min_share_channel": "the channel that must receive a minimum share of the spend",
-        "min_share": "that minimum share of the total spend, as a fraction",
+        "min_share_channel": "the channel that must receive a minimum share of the spend on placements (only "
+                             "when there is such a share)",
+        "min_share": "that minimum share of the spend on placements, as a fraction (only when there is such a "
+                     "share)",
+        "saturation": "placements on each channel that reach the full audience, keyed by channel (only when "
+                      "further placements reach fewer)",
+        "repeat_reach": "audience reached by each placement past the saturation point, keyed by channel (only "
+                        "when further placements reach fewer)",
+        "creative_cost": "cost (dollars) of producing the ad for a channel that is used at all, paid from the "
+                         "budget, keyed by channel (only when ads must be produced per channel)",
+        "min_units": "contracted minimum number of placements, keyed by channel (only when there are contracts)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 channels = data["channels"]
 model.buy = pyo.Var(channels, domain=pyo.NonNegativeIntegers)
+'''
+    _RUN = '''\
+model.run = pyo.Var(channels, domain=pyo.Binary)  # 1 when the channel's ad is produced
+'''
+    _EXTRA = '''\
+model.extra = pyo.Var(channels, domain=pyo.NonNegativeReals)  # placements past the saturation point
+'''
+    _OBJECTIVE = '''\
 
 model.obj = pyo.Objective(expr=sum(data["reach"][c] * model.buy[c] for c in channels), sense=pyo.maximize)
+'''
+    _OBJECTIVE_SATURATION = '''\
+
+# a placement past the saturation point reaches only the repeat audience
+model.obj = pyo.Objective(
+    expr=sum(data["reach"][c] * model.buy[c] - (data["reach"][c] - data["repeat_reach"][c]) * model.extra[c]
+             for c in channels),
+    sense=pyo.maximize,
+)
+model.past_saturation = pyo.Constraint(
+    channels, rule=lambda model, c: model.extra[c] >= model.buy[c] - data["saturation"][c]
+)
+'''
+    _BUDGET = '''\
 
 spend = sum(data["cost"][c] * model.buy[c] for c in channels)
 model.budget = pyo.Constraint(expr=spend <= data["budget"])
 model.availability = pyo.Constraint(channels, rule=lambda model, c: model.buy[c] <= data["max_units"][c])
+'''
+    _BUDGET_CREATIVE = '''\
 
-# the named channel gets at least its minimum share of the total spend
+# the budget pays for the placements and for producing the ad of every channel used
+spend = sum(data["cost"][c] * model.buy[c] for c in channels)
+production = sum(data["creative_cost"][c] * model.run[c] for c in channels)
+model.budget = pyo.Constraint(expr=spend + production <= data["budget"])
+model.availability = pyo.Constraint(
+    channels, rule=lambda model, c: model.buy[c] <= data["max_units"][c] * model.run[c]
+)
+'''
+    _MIN_SHARE = '''\
+
+# the named channel gets at least its minimum share of the spend on placements
 key = data["min_share_channel"]
 model.min_share = pyo.Constraint(expr=data["cost"][key] * model.buy[key] >= data["min_share"] * spend)
+'''
+    _MIN_UNITS = '''\
 
-# placements promised under earlier agreements, when the instance has any
-minimum = data.get("min_units", {})
-model.min_units = pyo.Constraint(list(minimum), rule=lambda model, c: model.buy[c] >= minimum[c])
+# placements promised under earlier agreements
+model.min_units = pyo.Constraint(
+    list(data["min_units"]), rule=lambda model, c: model.buy[c] >= data["min_units"][c]
+)
 '''
 
+    model_code = _HEAD + _OBJECTIVE + _BUDGET + _MIN_SHARE  # the family's model with a minimum share
+
+    def model_code_for(self, data: dict) -> str:
+        creative, saturation = "creative_cost" in data, "saturation" in data
+        code = self._HEAD + (self._RUN if creative else "") + (self._EXTRA if saturation else "")
+        code += self._OBJECTIVE_SATURATION if saturation else self._OBJECTIVE
+        code += self._BUDGET_CREATIVE if creative else self._BUDGET
+        if "min_share" in data:
+            code += self._MIN_SHARE
+        if "min_units" in data:
+            code += self._MIN_UNITS
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("min_share", "saturation", "creative_cost") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        domains = dict(self.domains)
+        if "creative_cost" in data:
+            domains["run"] = "binary"
+        if "saturation" in data:
+            domains["extra"] = "nonnegative"
+        return domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "MILP" if "saturation" in data else "IP"
+
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
-        n_channels = size_for(difficulty, 3, 5, 7)
+        n_channels = size_for(difficulty, 3, 6, 10)
         channels = scenario.words["channels"][:n_channels]
         cost = {c: rng.randrange(500, 20001, 250) for c in channels}
         # reach roughly proportional to cost with channel-specific efficiency, so the choice matters
@@ -85,8 +167,21 @@ model.min_units = pyo.Constraint(list(minimum), rule=lambda model, c: model.buy[
         full_spend = sum(cost[c] * max_units[c] for c in channels)
         budget = int(full_spend * rng.uniform(0.3, 0.55) / 1000) * 1000
         key = rng.choice(channels)
-        return {"channels": channels, "cost": cost, "reach": reach, "max_units": max_units, "budget": budget,
-                "min_share_channel": key, "min_share": rng.choice([0.1, 0.15, 0.2, 0.25])}
+        share = rng.choice([0.1, 0.15, 0.2, 0.25])
+        data = {"channels": channels, "cost": cost, "reach": reach, "max_units": max_units, "budget": budget}
+        # buying nothing meets every rule, so each variant is feasible
+        if rng.random() < 0.5:
+            data["min_share_channel"], data["min_share"] = key, share
+        if rng.random() < 0.5:
+            data["saturation"] = {c: rng.randint(max(1, max_units[c] // 3), max_units[c] - 1) for c in channels}
+            # strictly below the full reach (int rounds down), so extra placements are worth less, not more
+            data["repeat_reach"] = {c: int(reach[c] * rng.uniform(0.3, 0.7)) for c in channels}
+        if rng.random() < 0.5:
+            # half to twice a placement's price, at most a quarter of the budget
+            most = max(250, budget // 4 // 250 * 250)
+            data["creative_cost"] = {c: min(most, max(250, round(cost[c] * rng.uniform(0.5, 2.0) / 250) * 250))
+                                     for c in channels}
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # a contract forces buying more of one channel than the budget allows
@@ -98,70 +193,153 @@ model.min_units = pyo.Constraint(list(minimum), rule=lambda model, c: model.buy[
         return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        channels = data["channels"]
         minimum = data.get("min_units", {})
         column = {c: matrix.add_var(f"buy[{c}]", minimum.get(c, 0), data["max_units"][c], cost=data["reach"][c],
-                                    integer=True) for c in data["channels"]}
-        matrix.add_row({column[c]: data["cost"][c] for c in data["channels"]}, upper=data["budget"], name="budget")
-        key, share = data["min_share_channel"], data["min_share"]
-        coefficients = {column[c]: -share * data["cost"][c] for c in data["channels"]}
-        coefficients[column[key]] += data["cost"][key]
-        matrix.add_row(coefficients, lower=0.0, name="min_share")
+                                    integer=True) for c in channels}
+        budget_row = {column[c]: data["cost"][c] for c in channels}
+        if "creative_cost" in data:
+            for c in channels:
+                run = matrix.add_var(f"run[{c}]", 0.0, 1.0, integer=True)
+                budget_row[run] = data["creative_cost"][c]
+                matrix.add_row({column[c]: 1.0, run: -float(data["max_units"][c])}, upper=0.0,
+                               name=f"availability[{c}]")
+        matrix.add_row(budget_row, upper=data["budget"], name="budget")
+        if "saturation" in data:
+            for c in channels:
+                # extra_c >= buy_c - saturation_c, at a loss of (reach - repeat reach) per extra placement
+                extra = matrix.add_var(f"extra[{c}]", cost=-(data["reach"][c] - data["repeat_reach"][c]))
+                matrix.add_row({extra: 1.0, column[c]: -1.0}, lower=-data["saturation"][c],
+                               name=f"past_saturation[{c}]")
+        if "min_share" in data:
+            key, share = data["min_share_channel"], data["min_share"]
+            coefficients = {column[c]: -share * data["cost"][c] for c in channels}
+            coefficients[column[key]] += data["cost"][key]
+            matrix.add_row(coefficients, lower=0.0, name="min_share")
 
     def constraint_rows(self, data: dict, x: dict):
-        buy = x["buy"]
-        spend = sum(data["cost"][c] * buy[c] for c in data["channels"])
-        yield Row("budget", spend, "<=", data["budget"])
-        for c in data["channels"]:
-            yield Row(f"availability[{c}]", buy[c], "<=", data["max_units"][c])
-        key = data["min_share_channel"]
-        yield Row("min_share", data["cost"][key] * buy[key] - data["min_share"] * spend, ">=", 0.0)
+        buy, channels = x["buy"], data["channels"]
+        spend = sum(data["cost"][c] * buy[c] for c in channels)
+        if "creative_cost" in data:
+            run = x["run"]
+            production = sum(data["creative_cost"][c] * run[c] for c in channels)
+            yield Row("budget", spend + production, "<=", data["budget"])
+            for c in channels:
+                yield Row(f"availability[{c}]", buy[c] - data["max_units"][c] * run[c], "<=", 0)
+        else:
+            yield Row("budget", spend, "<=", data["budget"])
+            for c in channels:
+                yield Row(f"availability[{c}]", buy[c], "<=", data["max_units"][c])
+        if "saturation" in data:
+            for c in channels:
+                yield Row(f"past_saturation[{c}]", x["extra"][c] - buy[c], ">=", -data["saturation"][c])
+        if "min_share" in data:
+            key = data["min_share_channel"]
+            yield Row("min_share", data["cost"][key] * buy[key] - data["min_share"] * spend, ">=", 0.0)
         for c, amount in data.get("min_units", {}).items():
             yield Row(f"min_units[{c}]", buy[c], ">=", amount)
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return sum(data["reach"][c] * x["buy"][c] for c in data["channels"])
+        total = sum(data["reach"][c] * x["buy"][c] for c in data["channels"])
+        if "saturation" in data:
+            total -= sum((data["reach"][c] - data["repeat_reach"][c]) * x["extra"][c] for c in data["channels"])
+        return total
+
+    def _rules(self, data: dict, placement: str, audience: str, representation: str) -> str:
+        """The optional rules in words, with their numbers outside a "file" statement."""
+        rules = []
+        if "min_share" in data:
+            share = "a minimum share" if representation == "file" else f"{fmt(round(data['min_share'] * 100, 6))}%"
+            rules.append(f"At least {share} of the money spent on {placement}s must go to "
+                         f"{data['min_share_channel']}.")
+        if "saturation" in data:
+            rules.append(f"Audiences saturate: past a number of {placement}s on a channel, each further "
+                         f"{placement} reaches a smaller audience, mostly people already reached.")
+        if "creative_cost" in data:
+            rules.append(f"Producing the ad for a channel has a fixed cost, paid from the budget once if any "
+                         f"{placement} on that channel is bought.")
+        return " ".join(rules)
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
         channels, audience, placement = data["channels"], words["audience"], words["placement"]
-        key = data["min_share_channel"]
         intro = (f"{words['who']} is buying media for {words['campaign']} across {join_names(channels)}, "
                  f"with a budget of ${fmt(data['budget'])}. Placements are bought whole.")
-        rule = (f"At least {fmt(round(data['min_share'] * 100, 6))}% of the money spent must go to {key}.")
+        rule = self._rules(data, placement, audience, representation)
         contract = ""
         if "min_units" in data:
             contract = " " + " ".join(f"A prior agreement requires at least {fmt(v)} {placement}s of {c}."
                                       for c, v in data["min_units"].items())
         question = (f"How many {placement}s should be bought on each channel to maximize the total audience "
                     f"reached, in {audience}, and what is that maximum?")
+        closing = " ".join(part for part in (rule, contract.strip(), question) if part)
         if representation == "text":
-            details = " ".join(
-                f"One {placement} of {c} costs ${fmt(data['cost'][c])}, reaches {fmt(data['reach'][c])} "
-                f"{audience}, and at most {fmt(data['max_units'][c])} are available."
-                for c in channels)
-            return f"{intro} {details} {rule}{contract} {question}"
+            def details_of(c: str) -> str:
+                text = (f"One {placement} of {c} costs ${fmt(data['cost'][c])}, reaches {fmt(data['reach'][c])} "
+                        f"{audience}, and at most {fmt(data['max_units'][c])} are available")
+                if "saturation" in data:
+                    text += (f"; only the first {fmt(data['saturation'][c])} reach that many, each further one "
+                             f"reaches {fmt(data['repeat_reach'][c])} {audience}")
+                if "creative_cost" in data:
+                    text += f"; producing its ad costs ${fmt(data['creative_cost'][c])}"
+                return text + "."
+
+            return f"{intro} {' '.join(details_of(c) for c in channels)} {closing}"
         if representation == "table":
-            table = markdown_table(["channel", f"cost per {placement} ($)", f"reach ({audience})", "available"],
-                                   [[c, data["cost"][c], data["reach"][c], data["max_units"][c]] for c in channels])
-            return f"{intro}\n\n{table}\n\n{rule}{contract} {question}"
+            header = ["channel", f"cost per {placement} ($)", f"reach ({audience})", "available"]
+            if "saturation" in data:
+                header += [f"{placement}s at full reach", f"reach of each further {placement} ({audience})"]
+            if "creative_cost" in data:
+                header.append("ad production cost ($)")
+            rows = []
+            for c in channels:
+                row = [c, data["cost"][c], data["reach"][c], data["max_units"][c]]
+                if "saturation" in data:
+                    row += [data["saturation"][c], data["repeat_reach"][c]]
+                if "creative_cost" in data:
+                    row.append(data["creative_cost"][c])
+                rows.append(row)
+            return f"{intro}\n\n{markdown_table(header, rows)}\n\n{closing}"
         if representation == "file":
-            fields = dict(self.data_fields)
-            if "min_units" in data:
-                fields["min_units"] = f"contracted minimum number of {placement}s, keyed by channel"
-            return f"{intro}\n\n{describe_data_file(fields)}\n\n{rule}{contract} {question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return f"{intro}\n\n{describe_data_file(fields)}\n\n{closing}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def formulation(self, data: dict) -> str:
+        creative, saturation = "creative_cost" in data, "saturation" in data
+        sets = "channels $C$"
+        parameters = "cost $c_j$ and reach $r_j$ per placement, availability $u_j$, budget $B$"
+        variables = "$x_j \\in \\mathbb{Z}_{\\ge 0}$, placements bought on channel $j$"
+        objective = "\\sum_{j \\in C} r_j x_j"
+        rows = []
+        if saturation:
+            parameters += ", placements at full reach $t_j$, repeat reach $q_j < r_j$"
+            variables += "; $e_j \\ge 0$, placements past the saturation point"
+            objective += " - \\sum_{j \\in C} (r_j - q_j) e_j"
+        if creative:
+            parameters += ", ad production cost $f_j$"
+            variables += "; $y_j \\in \\{0, 1\\}$, 1 when channel $j$ is used"
+            rows += ["\\text{s.t.}\\ & \\sum_{j \\in C} c_j x_j + \\sum_{j \\in C} f_j y_j \\le B",
+                     "& x_j \\le u_j y_j && \\forall j \\in C"]
+        else:
+            rows += ["\\text{s.t.}\\ & \\sum_{j \\in C} c_j x_j \\le B", "& x_j \\le u_j && \\forall j \\in C"]
+        if saturation:
+            rows.append("& e_j \\ge x_j - t_j && \\forall j \\in C")
+        if "min_share" in data:
+            sets += ", with one channel $k$ that has a minimum spend share"
+            parameters += ", minimum share $s$"
+            rows.append("& c_k x_k \\ge s \\sum_{j \\in C} c_j x_j")
+        if "min_units" in data:
+            parameters += ", contracted minimum $m_j$ (0 when none)"
+            rows.append("& x_j \\ge m_j && \\forall j \\in C")
+        rows.append("& x_j \\in \\mathbb{Z}_{\\ge 0} && \\forall j \\in C")
         return (
-            "**Sets**: channels $C$, with one channel $k$ that has a minimum spend share.\n\n"
-            "**Parameters**: cost $c_j$ and reach $r_j$ per placement, availability $u_j$, budget $B$, "
-            "minimum share $s$.\n\n"
-            "**Variables**: $x_j \\in \\mathbb{Z}_{\\ge 0}$, placements bought on channel $j$.\n\n"
-            "$$\n\\begin{aligned}\n\\max\\ & \\sum_{j \\in C} r_j x_j \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{j \\in C} c_j x_j \\le B \\\\\n"
-            "& x_j \\le u_j && \\forall j \\in C \\\\\n"
-            "& c_k x_k \\ge s \\sum_{j \\in C} c_j x_j \\\\\n"
-            "& x_j \\in \\mathbb{Z}_{\\ge 0} && \\forall j \\in C\n\\end{aligned}\n$$"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\max\\ & {objective} \\\\\n" + " \\\\\n".join(rows)
+            + "\n\\end{aligned}\n$$"
         )
 
 
