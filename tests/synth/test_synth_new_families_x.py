@@ -16,6 +16,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 # family -> how many variants `sample` draws (the product of its independent choices)
 FAMILY_VARIANTS = {
     "p_dispersion": 8,
+    "maxisum_dispersion": 8,
 }
 
 
