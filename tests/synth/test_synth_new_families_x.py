@@ -17,6 +17,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 FAMILY_VARIANTS = {
     "p_dispersion": 8,
     "maxisum_dispersion": 8,
+    "cell_tower_coverage": 8,
 }
 
 
