@@ -18,6 +18,7 @@ FAMILY_VARIANTS = {
     "p_dispersion": 8,
     "maxisum_dispersion": 8,
     "cell_tower_coverage": 8,
+    "hub_location": 8,
 }
 
 
