@@ -88,6 +88,7 @@ class HubLocation(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"assign": "binary", "route": "nonnegative"}
+    industrial = True  # 10 nodes: 1,000 variables (single allocation) or 1,910 (multiple), solved in about a second
     data_fields = {
         "nodes": "list of node names",
         "flow": "flow[i][j]: flow from node i to node j (for every i != j)",
@@ -223,7 +224,7 @@ model.not_hub = pyo.Constraint([k for k in data["nodes"] if k not in data["candi
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
-        n_nodes = size_for(difficulty, 4, 6, 8)
+        n_nodes = size_for(difficulty, 4, 6, 8, industrial=10)
         nodes = pick_names(rng, words["node_names"], n_nodes)
         where = {v: (rng.uniform(0, 100), rng.uniform(0, 100)) for v in nodes}
         distance = {a: {b: max(1, round(math.dist(where[a], where[b]))) for b in nodes if b != a} for a in nodes}

@@ -7,7 +7,7 @@ the value of the product at an optimum (the row y_ab >= x_a + x_b - 1 is never n
 
 Structure variants (drawn per instance, recorded by the keys present): an opening budget over per-site
 costs (`budget`, with `cost`), a minimum separation below which two sites may not both be chosen
-(`min_separation`), and sites that are already in use and must be kept (`required`), each present or
+(`min_separation`), and sites already committed that must be kept (`required`), each present or
 absent: eight program skeletons. The limits are drawn around a spread-out choice of p sites that
 satisfies them, so every variant stays feasible."""
 
@@ -76,7 +76,7 @@ class MaxisumDispersion(ProblemFamily):
         "budget": "most total opening cost (only when there is a budget)",
         "min_separation": "two sites closer than this may not both be chosen (only when there is a minimum "
                           "separation)",
-        "required": "sites already in use that must be chosen (only when there are such sites)",
+        "required": "sites already committed that must be chosen (only when there are such sites)",
     }
     phrasings = (
         Phrasing(r"\bwill be selected among the candidates\b", ("will be selected among the candidates",),
@@ -86,9 +86,9 @@ class MaxisumDispersion(ProblemFamily):
                   "the total distance summed over every pair of chosen sites"),
                  ("the combined pairwise distance of the selected sites",)),
         Phrasing(r"\bmay not both be chosen\b", ("may not both be chosen",), ("cannot be selected together",)),
-        Phrasing(r"\bMust stay in the selection, being in use already:",
-                 ("Must stay in the selection, being in use already:",),
-                 ("Already operating and so kept in the selection:",)),
+        Phrasing(r"\bAlready committed, so kept in the selection:",
+                 ("Already committed, so kept in the selection:",),
+                 ("Fixed in advance as part of the selection:",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\
@@ -232,7 +232,7 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, s: model.pi
             rules.append(f"Two {site}s less than {fmt(data['min_separation'])} {unit} apart may not both be "
                          "chosen.")
         if "required" in data:
-            rules.append(f"Must stay in the selection, being in use already: {join_names(data['required'])}.")
+            rules.append(f"Already committed, so kept in the selection: {join_names(data['required'])}.")
         question = (f"Which {fmt(data['p'])} {site}s should be chosen to maximize the sum of the distances over "
                     f"all pairs of chosen sites (their total {words['spread']}), and what is that sum?")
         rules_text = " ".join(rules)
