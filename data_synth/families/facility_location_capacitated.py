@@ -298,7 +298,8 @@ model.min_throughput = pyo.Constraint(
         rules = []  # the optional limits, stated in words in every representation (numbers not in a file one)
         if "max_open" in data:
             limit = fmt(data["max_open"]) if representation != "file" else "a given number of"
-            rules.append(f"At most {limit} {facility}s may operate.")
+            plural = "" if data["max_open"] == 1 and representation != "file" else "s"
+            rules.append(f"At most {limit} {facility}{plural} may operate.")
         if "min_throughput" in data:
             if representation == "file":
                 rules.append(f"A {facility} that operates must supply at least its minimum throughput per {period}.")

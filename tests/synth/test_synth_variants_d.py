@@ -17,6 +17,8 @@ from trex_sandbox import Sandbox, SandboxSettings
 STATED = {
     "facility_location_capacitated": {"single_source": "supplied entirely by a single", "max_open": "may operate.",
                                       "min_throughput": "must supply at least a minimum"},
+    "facility_location_uncapacitated": {"max_open": "can be opened.", "must_open": "must be opened in any case",
+                                        "max_unit_cost": "may only be served by"},
 }
 BASE = {name: "base" for name in STATED}
 
