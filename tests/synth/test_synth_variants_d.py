@@ -19,6 +19,8 @@ STATED = {
                                       "min_throughput": "must supply at least a minimum"},
     "facility_location_uncapacitated": {"max_open": "can be opened.", "must_open": "must be opened in any case",
                                         "max_unit_cost": "may only be served by"},
+    "fixed_charge_transportation": {"route_capacity": "Some routes have a capacity", "max_routes": "may be used in total",
+                                    "supplier_cost": "ships anything also costs"},
 }
 BASE = {name: "base" for name in STATED}
 
