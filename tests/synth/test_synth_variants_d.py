@@ -21,6 +21,8 @@ STATED = {
                                         "max_unit_cost": "may only be served by"},
     "fixed_charge_transportation": {"route_capacity": "Some routes have a capacity", "max_routes": "may be used in total",
                                     "supplier_cost": "ships anything also costs"},
+    "generalized_assignment": {"max_tasks": "may take on more than", "forbidden": "assignments are not allowed",
+                               "conflicts": "must go to different"},
 }
 BASE = {name: "base" for name in STATED}
 
