@@ -66,9 +66,10 @@ class FacilityLocationCapacitated(ProblemFamily):
                                                             "must receive all its units from one"),
                  ("is to be served in full by just one", "takes its whole demand from one")),
         Phrasing(r"\bmay operate\b(?=\.)", ("may operate", "can be operated"), ("are allowed to run",)),
-        Phrasing(r"that operates must supply at least", ("that operates must supply at least",
-                                                         "that is operated has to supply at least"),
-                 ("kept running is obliged to deliver a minimum of",)),
+        Phrasing(r"that operates must supply at least its minimum throughput",
+                 ("that operates must supply at least its minimum throughput",
+                  "that is operated has to deliver at least its minimum throughput"),
+                 ("kept running is obliged to deliver no less than its minimum volume",)),
     )
     data_fields = {
         "facilities": "list of candidate facility names",
@@ -301,11 +302,12 @@ model.min_throughput = pyo.Constraint(
             plural = "" if data["max_open"] == 1 and representation != "file" else "s"
             rules.append(f"At most {limit} {facility}{plural} may operate.")
         if "min_throughput" in data:
+            minimum = f"A {facility} that operates must supply at least its minimum throughput per {period}"
             if representation == "file":
-                rules.append(f"A {facility} that operates must supply at least its minimum throughput per {period}.")
+                rules.append(f"{minimum}.")
             else:
-                rules.append(f"A {facility} that operates must supply at least a minimum per {period}: " + "; ".join(
-                    f"{f} {fmt(data['min_throughput'][f])} {unit}" for f in facilities) + ".")
+                rules.append(f"{minimum}: " + "; ".join(f"{f} {fmt(data['min_throughput'][f])} {unit}"
+                                                       for f in facilities) + ".")
         limits = " ".join(rules)
         if representation == "text":
             sites = " ".join(

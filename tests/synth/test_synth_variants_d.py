@@ -16,7 +16,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 # family -> {variant part: a phrase the text statement has exactly when the instance has that part}
 STATED = {
     "facility_location_capacitated": {"single_source": "supplied entirely by a single", "max_open": "may operate.",
-                                      "min_throughput": "must supply at least a minimum"},
+                                      "min_throughput": "must supply at least its minimum"},
     "facility_location_uncapacitated": {"max_open": "can be opened.", "must_open": "must be opened in any case",
                                         "max_unit_cost": "may only be served by"},
     "fixed_charge_transportation": {"route_capacity": "Some routes have a capacity", "max_routes": "may be used in total",
