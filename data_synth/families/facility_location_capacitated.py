@@ -1,5 +1,12 @@
 """Capacitated facility location (MILP): open facilities with fixed costs and limited capacities and ship
-from them to customers, meeting every demand at minimum fixed plus shipping cost."""
+from them to customers, meeting every demand at minimum fixed plus shipping cost.
+
+Structure variants (drawn per instance, recorded by the keys present): every customer supplied by a
+single facility (`single_source`: binary assignments replace the shipped amounts, the model becomes an
+IP), a limit on the number of facilities that operate (`max_open`) and a minimum throughput for every
+facility that operates (`min_throughput`), each present or absent, so the program has eight skeletons.
+The limits are drawn around a feasible plan (the largest facilities filled in turn), so every variant
+stays feasible."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("concrete", "building materials", {
@@ -52,6 +60,17 @@ class FacilityLocationCapacitated(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"open": "binary", "ship": "nonnegative"}
+    # the family's own sentences of the optional rules, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"must be supplied entirely by a single", ("must be supplied entirely by a single",
+                                                            "must receive all its units from one"),
+                 ("is to be served in full by just one", "takes its whole demand from one")),
+        Phrasing(r"\bmay operate\b(?=\.)", ("may operate", "can be operated"), ("are allowed to run",)),
+        Phrasing(r"that operates must supply at least its minimum throughput",
+                 ("that operates must supply at least its minimum throughput",
+                  "that is operated has to deliver at least its minimum throughput"),
+                 ("kept running is obliged to deliver no less than its minimum volume",)),
+    )
     data_fields = {
         "facilities": "list of candidate facility names",
         "customers": "list of customer names",
@@ -59,12 +78,21 @@ class FacilityLocationCapacitated(ProblemFamily):
         "capacity": "most units each facility can supply in the period, keyed by facility",
         "demand": "units each customer needs in the period, keyed by customer",
         "unit_cost": "unit_cost[facility][customer]: cost per unit shipped from the facility to the customer",
+        "single_source": "true: each customer is supplied entirely by one facility (only when this rule applies)",
+        "max_open": "most facilities that may operate (only when there is such a limit)",
+        "min_throughput": "fewest units each facility must supply if it operates, keyed by facility (only when "
+                          "operated facilities have a minimum)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`: the head, one of the two ways of serving a customer, and the capacity
+    # always; each optional group when its key is present. Both ways define `supplied[f]`, the units
+    # facility f supplies, so the capacity and the minimum throughput read the same in every variant.
+    _HEAD = '''\
 model = pyo.ConcreteModel()
 model.F = pyo.Set(initialize=data["facilities"])
 model.C = pyo.Set(initialize=data["customers"])
 model.open = pyo.Var(model.F, domain=pyo.Binary)
+'''
+    _SPLIT = '''\
 model.ship = pyo.Var(model.F, model.C, domain=pyo.NonNegativeReals)  # units from f to c
 
 fixed = sum(data["fixed_cost"][f] * model.open[f] for f in model.F)
@@ -74,12 +102,7 @@ model.obj = pyo.Objective(expr=fixed + shipping, sense=pyo.minimize)
 model.meet_demand = pyo.Constraint(
     model.C, rule=lambda model, c: sum(model.ship[f, c] for f in model.F) == data["demand"][c]
 )
-
-# a closed facility ships nothing; an open one at most its capacity
-def capacity(model, f):
-    return sum(model.ship[f, c] for c in model.C) <= data["capacity"][f] * model.open[f]
-
-model.capacity = pyo.Constraint(model.F, rule=capacity)
+model.supplied = pyo.Expression(model.F, rule=lambda model, f: sum(model.ship[f, c] for c in model.C))
 
 # implied by the capacity rule, but stating it per customer tightens the relaxation (the "strong"
 # formulation), which makes HiGHS prove optimality faster
@@ -87,6 +110,58 @@ model.serve_if_open = pyo.Constraint(
     model.F, model.C, rule=lambda model, f, c: model.ship[f, c] <= data["demand"][c] * model.open[f]
 )
 '''
+    _SINGLE_SOURCE = '''\
+model.assign = pyo.Var(model.F, model.C, domain=pyo.Binary)  # 1 when f supplies all of c's demand
+
+fixed = sum(data["fixed_cost"][f] * model.open[f] for f in model.F)
+shipping = sum(data["unit_cost"][f][c] * data["demand"][c] * model.assign[f, c] for f in model.F for c in model.C)
+model.obj = pyo.Objective(expr=fixed + shipping, sense=pyo.minimize)
+
+model.one_source = pyo.Constraint(model.C, rule=lambda model, c: sum(model.assign[f, c] for f in model.F) == 1)
+model.supplied = pyo.Expression(
+    model.F, rule=lambda model, f: sum(data["demand"][c] * model.assign[f, c] for c in model.C)
+)
+
+# implied by the capacity rule, but tightens the relaxation
+model.serve_if_open = pyo.Constraint(
+    model.F, model.C, rule=lambda model, f, c: model.assign[f, c] <= model.open[f]
+)
+'''
+    _CAPACITY = '''\
+# a closed facility supplies nothing; an open one at most its capacity
+model.capacity = pyo.Constraint(
+    model.F, rule=lambda model, f: model.supplied[f] <= data["capacity"][f] * model.open[f]
+)
+'''
+    _MAX_OPEN = '''\
+model.max_open = pyo.Constraint(expr=sum(model.open[f] for f in model.F) <= data["max_open"])
+'''
+    _MIN_THROUGHPUT = '''\
+# a facility that operates supplies at least its minimum
+model.min_throughput = pyo.Constraint(
+    model.F, rule=lambda model, f: model.supplied[f] >= data["min_throughput"][f] * model.open[f]
+)
+'''
+
+    model_code = _HEAD + _SPLIT + _CAPACITY  # the base model (the other pieces are optional)
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._HEAD + (self._SINGLE_SOURCE if "single_source" in data else self._SPLIT) + self._CAPACITY
+        if "max_open" in data:
+            code += self._MAX_OPEN
+        if "min_throughput" in data:
+            code += self._MIN_THROUGHPUT
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("single_source", "max_open", "min_throughput") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {"open": "binary", "assign": "binary"} if "single_source" in data else self.domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "IP" if "single_source" in data else "MILP"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -112,8 +187,24 @@ model.serve_if_open = pyo.Constraint(
         average_unit_cost = sum(sum(row.values()) for row in unit_cost.values()) / (n_facilities * n_customers)
         fixed_cost = {f: int(capacity[f] * average_unit_cost * rng.uniform(0.4, 1.2)) // 10 * 10 + 100
                       for f in facilities}
-        return {"facilities": facilities, "customers": customers, "fixed_cost": fixed_cost, "capacity": capacity,
+        data = {"facilities": facilities, "customers": customers, "fixed_cost": fixed_cost, "capacity": capacity,
                 "demand": demand, "unit_cost": unit_cost}
+        single_source, max_open, min_throughput = (rng.random() < 0.5 for _ in range(3))
+        plan = feasible_loads(facilities, customers, capacity, demand, single_source)
+        if plan is None:  # no single-source plan on the largest facilities: the amounts may split
+            single_source, plan = False, feasible_loads(facilities, customers, capacity, demand, False)
+        opened, load = plan
+        if single_source:
+            data["single_source"] = True
+        if max_open:
+            # as few facilities as the plan needs, or one more
+            data["max_open"] = min(len(facilities), opened + rng.choice([0, 1]))
+        if min_throughput:
+            # a fifth to two fifths of the capacity, never above what the plan's open facilities supply
+            data["min_throughput"] = {
+                f: max(10, int(min(capacity[f] * rng.uniform(0.2, 0.4), load[f] or capacity[f])) // 10 * 10)
+                for f in facilities}
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # demand grows beyond what all facilities together can supply
@@ -124,35 +215,71 @@ model.serve_if_open = pyo.Constraint(
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
         facilities, customers = data["facilities"], data["customers"]
+        demand = data["demand"]
         opened = {f: matrix.add_var(f"open[{f}]", 0, 1, cost=data["fixed_cost"][f], integer=True)
                   for f in facilities}
-        amount = {(f, c): matrix.add_var(f"ship[{f},{c}]", cost=data["unit_cost"][f][c])
-                  for f in facilities for c in customers}
-        for c in customers:
-            matrix.add_row({amount[f, c]: 1.0 for f in facilities}, lower=data["demand"][c],
-                           upper=data["demand"][c], name=f"meet_demand[{c}]")
-        for f in facilities:
-            row = {amount[f, c]: 1.0 for c in customers}
-            row[opened[f]] = -data["capacity"][f]
-            matrix.add_row(row, upper=0.0, name=f"capacity[{f}]")
+        # the columns of the amounts, and the units one unit of each column supplies
+        if "single_source" in data:
+            amount = {(f, c): matrix.add_var(f"assign[{f},{c}]", 0, 1, cost=data["unit_cost"][f][c] * demand[c],
+                                             integer=True) for f in facilities for c in customers}
+            units = {(f, c): float(demand[c]) for f in facilities for c in customers}
             for c in customers:
-                matrix.add_row({amount[f, c]: 1.0, opened[f]: -data["demand"][c]}, upper=0.0,
+                matrix.add_row({amount[f, c]: 1.0 for f in facilities}, lower=1.0, upper=1.0, name=f"one_source[{c}]")
+        else:
+            amount = {(f, c): matrix.add_var(f"ship[{f},{c}]", cost=data["unit_cost"][f][c])
+                      for f in facilities for c in customers}
+            units = {(f, c): 1.0 for f in facilities for c in customers}
+            for c in customers:
+                matrix.add_row({amount[f, c]: 1.0 for f in facilities}, lower=demand[c], upper=demand[c],
+                               name=f"meet_demand[{c}]")
+        for f in facilities:
+            supplied = {amount[f, c]: units[f, c] for c in customers}
+            matrix.add_row({**supplied, opened[f]: -data["capacity"][f]}, upper=0.0, name=f"capacity[{f}]")
+            if "min_throughput" in data:
+                matrix.add_row({**supplied, opened[f]: -data["min_throughput"][f]}, lower=0.0,
+                               name=f"min_throughput[{f}]")
+            for c in customers:
+                matrix.add_row({amount[f, c]: units[f, c], opened[f]: -demand[c]}, upper=0.0,
                                name=f"serve_if_open[{f},{c}]")
+        if "max_open" in data:
+            matrix.add_row({opened[f]: 1.0 for f in facilities}, upper=data["max_open"], name="max_open")
+
+    def _supplied(self, data: dict, x: dict) -> dict:
+        """facility -> units it supplies in the solution `x`."""
+        if "single_source" in data:
+            return {f: sum(data["demand"][c] * x["assign"][f, c] for c in data["customers"])
+                    for f in data["facilities"]}
+        return {f: sum(x["ship"][f, c] for c in data["customers"]) for f in data["facilities"]}
 
     def constraint_rows(self, data: dict, x: dict):
-        ship, opened = x["ship"], x["open"]
-        for c in data["customers"]:
-            yield Row(f"meet_demand[{c}]", sum(ship[f, c] for f in data["facilities"]), "==", data["demand"][c])
-        for f in data["facilities"]:
-            yield Row(f"capacity[{f}]", sum(ship[f, c] for c in data["customers"]), "<=",
-                      data["capacity"][f] * opened[f])
-            for c in data["customers"]:
-                yield Row(f"serve_if_open[{f},{c}]", ship[f, c], "<=", data["demand"][c] * opened[f])
+        opened, facilities, customers = x["open"], data["facilities"], data["customers"]
+        if "single_source" in data:
+            for c in customers:
+                yield Row(f"one_source[{c}]", sum(x["assign"][f, c] for f in facilities), "==", 1)
+            for f in facilities:
+                for c in customers:
+                    yield Row(f"serve_if_open[{f},{c}]", x["assign"][f, c], "<=", opened[f])
+        else:
+            for c in customers:
+                yield Row(f"meet_demand[{c}]", sum(x["ship"][f, c] for f in facilities), "==", data["demand"][c])
+            for f in facilities:
+                for c in customers:
+                    yield Row(f"serve_if_open[{f},{c}]", x["ship"][f, c], "<=", data["demand"][c] * opened[f])
+        supplied = self._supplied(data, x)
+        for f in facilities:
+            yield Row(f"capacity[{f}]", supplied[f], "<=", data["capacity"][f] * opened[f])
+            if "min_throughput" in data:
+                yield Row(f"min_throughput[{f}]", supplied[f], ">=", data["min_throughput"][f] * opened[f])
+        if "max_open" in data:
+            yield Row("max_open", sum(opened[f] for f in facilities), "<=", data["max_open"])
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return (sum(data["fixed_cost"][f] * x["open"][f] for f in data["facilities"])
-                + sum(data["unit_cost"][f][c] * x["ship"][f, c]
-                      for f in data["facilities"] for c in data["customers"]))
+        fixed = sum(data["fixed_cost"][f] * x["open"][f] for f in data["facilities"])
+        if "single_source" in data:
+            return fixed + sum(data["unit_cost"][f][c] * data["demand"][c] * x["assign"][f, c]
+                               for f in data["facilities"] for c in data["customers"])
+        return fixed + sum(data["unit_cost"][f][c] * x["ship"][f, c]
+                           for f in data["facilities"] for c in data["customers"])
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -160,10 +287,28 @@ model.serve_if_open = pyo.Constraint(
                                                    words["period"], words["money"])
         facilities, customers = data["facilities"], data["customers"]
         intro = f"{words['intro']} The candidates are {join_names(facilities)}."
-        question = (f"A {customer} may be supplied from several {facility}s, and a {facility} that is not "
-                    f"operated supplies nothing. Which {facility}s should operate, and how many {unit} should "
-                    f"each send to each {customer}, to minimize the total cost (fixed costs plus shipping "
+        if "single_source" in data:
+            sourcing = f"Each {customer} must be supplied entirely by a single {facility}, and"
+            decision = f"which {facility} should supply each {customer}"
+        else:
+            sourcing = f"A {customer} may be supplied from several {facility}s, and"
+            decision = f"how many {unit} should each send to each {customer}"
+        question = (f"{sourcing} a {facility} that is not operated supplies nothing. Which {facility}s should "
+                    f"operate, and {decision}, to minimize the total cost (fixed costs plus shipping "
                     f"costs) per {period}? What is the minimum total cost in {money}?")
+        rules = []  # the optional limits, stated in words in every representation (numbers not in a file one)
+        if "max_open" in data:
+            limit = fmt(data["max_open"]) if representation != "file" else "a given number of"
+            plural = "" if data["max_open"] == 1 and representation != "file" else "s"
+            rules.append(f"At most {limit} {facility}{plural} may operate.")
+        if "min_throughput" in data:
+            minimum = f"A {facility} that operates must supply at least its minimum throughput per {period}"
+            if representation == "file":
+                rules.append(f"{minimum}.")
+            else:
+                rules.append(f"{minimum}: " + "; ".join(f"{f} {fmt(data['min_throughput'][f])} {unit}"
+                                                       for f in facilities) + ".")
+        limits = " ".join(rules)
         if representation == "text":
             sites = " ".join(
                 f"{f} has a fixed cost of {fmt(data['fixed_cost'][f])} {money} per {period} and can supply at "
@@ -171,7 +316,8 @@ model.serve_if_open = pyo.Constraint(
                 f"{f} are " + ", ".join(f"{fmt(data['unit_cost'][f][c])} {money} to {c}" for c in customers) + "."
                 for f in facilities)
             demand = ", ".join(f"{c} needs {fmt(data['demand'][c])} {unit}" for c in customers)
-            return f"{intro} {sites} Demand per {period}: {demand}. {question}"
+            return " ".join(part for part in (intro, sites, f"Demand per {period}: {demand}.", limits, question)
+                            if part)
         if representation == "table":
             table = markdown_table(
                 [facility, f"fixed cost ({money}/{period})", f"capacity ({unit}/{period})",
@@ -182,35 +328,89 @@ model.serve_if_open = pyo.Constraint(
             demand = markdown_table([customer, f"demand ({unit}/{period})"],
                                     [[c, data["demand"][c]] for c in customers])
             return (f"{intro} The shipping costs are in {money} per {words['one_unit']}.\n\n{table}\n\n{demand}"
-                    f"\n\n{question}")
+                    f"\n\n{limits + ' ' if limits else ''}{question}")
         if representation == "file":
-            return f"{intro}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return (f"{intro}{' ' + limits if limits else ''}\n\n{describe_data_file(fields)}\n\n{question}")
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
         words = scenario.words
         opened = [f for f in data["facilities"] if x["open"][f] > 0.5]
+        supplied = self._supplied(data, x)
         lines = [f"Operating {words['facility']}s: {join_names(opened)}."]
         for f in opened:
-            sent = [(c, x["ship"][f, c]) for c in data["customers"] if x["ship"][f, c] > 1e-6]
-            total = sum(amount for _, amount in sent)
-            lines.append(f"- {f} ships {fmt(round(total, 6))} of {fmt(data['capacity'][f])} {words['unit']}: "
+            if "single_source" in data:
+                sent = [(c, data["demand"][c]) for c in data["customers"] if x["assign"][f, c] > 0.5]
+            else:
+                sent = [(c, x["ship"][f, c]) for c in data["customers"] if x["ship"][f, c] > 1e-6]
+            lines.append(f"- {f} ships {fmt(round(supplied[f], 6))} of {fmt(data['capacity'][f])} {words['unit']}: "
                          + ", ".join(f"{fmt(round(amount, 6))} to {c}" for c, amount in sent))
         return "\n".join(lines)
 
     def formulation(self, data: dict) -> str:
+        parameters = "fixed cost $f_i$, capacity $u_i$, demand $d_j$, unit shipping cost $c_{ij}$"
+        if "single_source" in data:
+            variables = ("$y_i \\in \\{0,1\\}$ (facility $i$ operates), $z_{ij} \\in \\{0,1\\}$ (facility "
+                         "$i$ supplies all of customer $j$'s demand)")
+            objective = "\\sum_{i \\in F} f_i y_i + \\sum_{i \\in F}\\sum_{j \\in C} c_{ij} d_j z_{ij}"
+            supplied = "\\sum_{j \\in C} d_j z_{ij}"
+            rows = ["\\text{s.t.}\\ & \\sum_{i \\in F} z_{ij} = 1 && \\forall j \\in C",
+                    f"& {supplied} \\le u_i y_i && \\forall i \\in F",
+                    "& z_{ij} \\le y_i && \\forall i \\in F, j \\in C \\quad\\text{(strengthening)}"]
+            domains = "& y_i, z_{ij} \\in \\{0,1\\}"
+        else:
+            variables = ("$y_i \\in \\{0,1\\}$ (facility $i$ operates), $x_{ij} \\ge 0$ (units shipped "
+                         "from $i$ to $j$)")
+            objective = "\\sum_{i \\in F} f_i y_i + \\sum_{i \\in F}\\sum_{j \\in C} c_{ij} x_{ij}"
+            supplied = "\\sum_{j \\in C} x_{ij}"
+            rows = ["\\text{s.t.}\\ & \\sum_{i \\in F} x_{ij} = d_j && \\forall j \\in C",
+                    f"& {supplied} \\le u_i y_i && \\forall i \\in F",
+                    "& x_{ij} \\le d_j y_i && \\forall i \\in F, j \\in C \\quad\\text{(strengthening)}"]
+            domains = "& x_{ij} \\ge 0,\\ y_i \\in \\{0,1\\}"
+        if "max_open" in data:
+            parameters += ", most operating facilities $K$"
+            rows.append("& \\sum_{i \\in F} y_i \\le K")
+        if "min_throughput" in data:
+            parameters += ", minimum throughput $l_i$"
+            rows.append(f"& {supplied} \\ge l_i y_i && \\forall i \\in F")
+        rows.append(domains)
         return (
             "**Sets**: facilities $F$, customers $C$.\n\n"
-            "**Parameters**: fixed cost $f_i$, capacity $u_i$, demand $d_j$, unit shipping cost $c_{ij}$.\n\n"
-            "**Variables**: $y_i \\in \\{0,1\\}$ (facility $i$ operates), $x_{ij} \\ge 0$ (units shipped "
-            "from $i$ to $j$).\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{i \\in F} f_i y_i + \\sum_{i \\in F}\\sum_{j \\in C} "
-            "c_{ij} x_{ij} \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{i \\in F} x_{ij} = d_j && \\forall j \\in C \\\\\n"
-            "& \\sum_{j \\in C} x_{ij} \\le u_i y_i && \\forall i \\in F \\\\\n"
-            "& x_{ij} \\le d_j y_i && \\forall i \\in F, j \\in C \\quad\\text{(strengthening)} \\\\\n"
-            "& x_{ij} \\ge 0,\\ y_i \\in \\{0,1\\}\n\\end{aligned}\n$$"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n" + " \\\\\n".join(rows)
+            + "\n\\end{aligned}\n$$"
         )
+
+
+def feasible_loads(facilities: list[str], customers: list[str], capacity: dict, demand: dict,
+                   single_source: bool) -> tuple[int, dict] | None:
+    """A feasible plan on as few of the largest facilities as possible: (how many operate, facility ->
+    units supplied). Amounts that may split fill the facilities in turn; a single-source plan packs the
+    customers, largest first, into the facility with the most room left. None when no single-source
+    plan is found."""
+    order = sorted(facilities, key=lambda f: (-capacity[f], facilities.index(f)))
+    for count in range(1, len(order) + 1):
+        chosen = order[:count]
+        if sum(capacity[f] for f in chosen) < sum(demand.values()):
+            continue
+        load = dict.fromkeys(facilities, 0)
+        if not single_source:
+            left = sum(demand.values())
+            for f in chosen:
+                load[f] = min(capacity[f], left)
+                left -= load[f]
+            return sum(1 for f in chosen if load[f] > 0), load
+        for c in sorted(customers, key=lambda c: (-demand[c], customers.index(c))):
+            room = max(chosen, key=lambda f: capacity[f] - load[f])
+            if capacity[room] - load[room] < demand[c]:
+                break
+            load[room] += demand[c]
+        else:
+            return sum(1 for f in chosen if load[f] > 0), load
+    return None
 
 
 FAMILY = FacilityLocationCapacitated()

@@ -1,5 +1,11 @@
 """Uncapacitated facility location (MILP): decide which facilities to open (each with a fixed cost) and
-which open facility serves each customer, minimizing fixed plus delivery costs."""
+which open facility serves each customer, minimizing fixed plus delivery costs.
+
+Structure variants (drawn per instance, recorded by the keys present): a limit on the number of facilities
+opened (`max_open`), facilities that must be opened in any case (`must_open`) and a most expensive delivery
+a customer may be served with (`max_unit_cost`, a service radius), each present or absent, so the program
+has eight skeletons. The limits are drawn around a feasible set of open facilities that includes the
+mandatory ones, so every variant stays feasible."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import math
 import random
 
 from data_synth.family import (
+    INF,
     MatrixModel,
     ProblemFamily,
     Row,
@@ -18,6 +25,7 @@ from data_synth.family import (
     pick_names,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("retail", "grocery retail", {
@@ -56,14 +64,27 @@ class FacilityLocationUncapacitated(ProblemFamily):
     scenarios = SCENARIOS
     domains = {"open": "binary", "serve": "nonnegative"}
     industrial = True
+    # the family's own sentences of the optional rules, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"\bcan be opened\.", ("can be opened.", "may be opened."), ("are allowed to open.",)),
+        Phrasing(r"\bmust be opened in any case\b", ("must be opened in any case", "must open whatever the cost"),
+                 ("shall be opened regardless",)),
+        Phrasing(r"\bmay only be served by\b", ("may only be served by", "can be served only by"),
+                 ("is to be served solely by",)),
+    )
     data_fields = {
         "facilities": "list of candidate facility names",
         "customers": "list of customer names",
         "fixed_cost": "cost of opening each facility for the period, keyed by facility",
         "demand": "demand of each customer in the period, keyed by customer",
         "unit_cost": "unit_cost[facility][customer]: cost per unit delivered from the facility to the customer",
+        "max_open": "most facilities that can be opened (only when there is such a limit)",
+        "must_open": "list of facilities that must be opened (only when some must)",
+        "max_unit_cost": "a customer is served only from facilities whose unit cost to it is at most this (only "
+                         "when there is such a limit)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`: the base model always, each optional group when its key is present
+    _BASE = '''\
 model = pyo.ConcreteModel()
 model.F = pyo.Set(initialize=data["facilities"])
 model.C = pyo.Set(initialize=data["customers"])
@@ -83,6 +104,37 @@ model.only_open = pyo.Constraint(
     model.F, model.C, rule=lambda model, f, c: model.serve[f, c] <= model.open[f]
 )
 '''
+    _MAX_OPEN = '''\
+model.max_open = pyo.Constraint(expr=sum(model.open[f] for f in model.F) <= data["max_open"])
+'''
+    _MUST_OPEN = '''\
+model.must_open = pyo.Constraint(data["must_open"], rule=lambda model, f: model.open[f] == 1)
+'''
+    _MAX_UNIT_COST = '''\
+# a customer is never served from a facility whose unit cost to it is above the limit
+def out_of_reach(model, f, c):
+    if data["unit_cost"][f][c] <= data["max_unit_cost"]:
+        return pyo.Constraint.Skip
+    return model.serve[f, c] == 0
+
+model.out_of_reach = pyo.Constraint(model.F, model.C, rule=out_of_reach)
+'''
+
+    model_code = _BASE  # the base model (the other pieces are optional)
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._BASE
+        if "max_open" in data:
+            code += self._MAX_OPEN
+        if "must_open" in data:
+            code += self._MUST_OPEN
+        if "max_unit_cost" in data:
+            code += self._MAX_UNIT_COST
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("max_open", "must_open", "max_unit_cost") if name in data]
+        return "+".join(parts) or "base"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -101,14 +153,32 @@ model.only_open = pyo.Constraint(
         # opening costs comparable to the delivery bill, so opening more facilities is a real trade-off
         typical_delivery = sum(demand.values()) * 20 * rate * scale
         fixed_cost = {f: int(rng.uniform(0.2, 0.6) * typical_delivery) // 10 * 10 + 100 for f in facilities}
-        return {"facilities": facilities, "customers": customers, "fixed_cost": fixed_cost, "demand": demand,
+        data = {"facilities": facilities, "customers": customers, "fixed_cost": fixed_cost, "demand": demand,
                 "unit_cost": unit_cost}
+        max_open, must_open, max_unit_cost = (rng.random() < 0.5 for _ in range(3))
+        # a feasible set of open facilities: the mandatory ones and a few more, never all of them
+        must = sorted(rng.sample(facilities, max(1, n_facilities // 4)), key=facilities.index) if must_open else []
+        others = [f for f in facilities if f not in must]
+        # (at least two when the delivery cost is limited, so that the limit cuts off the far pairs)
+        size = max(len(must), rng.randint(2 if max_unit_cost else 1, max(2, (n_facilities + 1) // 2)))
+        feasible = must + rng.sample(others, size - len(must))
+        if must:
+            data["must_open"] = must
+        if max_open:
+            data["max_open"] = min(n_facilities - 1, len(feasible) + rng.choice([0, 1]))
+        if max_unit_cost:
+            # the dearest delivery the feasible set needs: its nearest open facility serves every customer
+            data["max_unit_cost"] = max(min(unit_cost[f][c] for f in feasible) for c in customers)
+        return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
         facilities, customers = data["facilities"], data["customers"]
-        opened = {f: matrix.add_var(f"open[{f}]", 0, 1, cost=data["fixed_cost"][f], integer=True)
+        must = set(data.get("must_open", ()))
+        limit = data.get("max_unit_cost", INF)
+        opened = {f: matrix.add_var(f"open[{f}]", 1 if f in must else 0, 1, cost=data["fixed_cost"][f], integer=True)
                   for f in facilities}
-        share = {(f, c): matrix.add_var(f"serve[{f},{c}]", 0, 1,
+        # a pair out of reach is a column fixed at zero
+        share = {(f, c): matrix.add_var(f"serve[{f},{c}]", 0, 1 if data["unit_cost"][f][c] <= limit else 0,
                                         cost=data["demand"][c] * data["unit_cost"][f][c])
                  for f in facilities for c in customers}
         for c in customers:
@@ -116,6 +186,8 @@ model.only_open = pyo.Constraint(
         for f in facilities:
             for c in customers:
                 matrix.add_row({share[f, c]: 1.0, opened[f]: -1.0}, upper=0.0, name=f"only_open[{f},{c}]")
+        if "max_open" in data:
+            matrix.add_row({opened[f]: 1.0 for f in facilities}, upper=data["max_open"], name="max_open")
 
     def constraint_rows(self, data: dict, x: dict):
         for c in data["customers"]:
@@ -123,6 +195,12 @@ model.only_open = pyo.Constraint(
         for f in data["facilities"]:
             for c in data["customers"]:
                 yield Row(f"only_open[{f},{c}]", x["serve"][f, c] - x["open"][f], "<=", 0)
+                if "max_unit_cost" in data and data["unit_cost"][f][c] > data["max_unit_cost"]:
+                    yield Row(f"out_of_reach[{f},{c}]", x["serve"][f, c], "==", 0)
+        if "max_open" in data:
+            yield Row("max_open", sum(x["open"][f] for f in data["facilities"]), "<=", data["max_open"])
+        for f in data.get("must_open", ()):
+            yield Row(f"must_open[{f}]", x["open"][f], "==", 1)
 
     def objective_value(self, data: dict, x: dict) -> float:
         fixed = sum(data["fixed_cost"][f] * x["open"][f] for f in data["facilities"])
@@ -139,6 +217,20 @@ model.only_open = pyo.Constraint(
         question = (f"Which {facility}s should be opened, and which {facility} should serve each {customer}, to "
                     f"minimize the total cost per {period} (opening costs plus delivery costs)? What is the "
                     f"minimum total cost in {money} per {period}?")
+        rules = []  # the optional rules, stated in words in every representation (numbers not in a file one)
+        if "must_open" in data:
+            rules.append(f"{join_names(data['must_open'])} must be opened in any case." if representation != "file"
+                         else f"Some {facility}s must be opened in any case.")
+        if "max_open" in data:
+            limit = fmt(data["max_open"]) if representation != "file" else "a given number of"
+            plural = "" if data["max_open"] == 1 and representation != "file" else "s"
+            rules.append(f"At most {limit} {facility}{plural} can be opened.")
+        if "max_unit_cost" in data:
+            limit = f"{fmt(data['max_unit_cost'])} {money}" if representation != "file" else "a given limit"
+            rules.append(f"A {customer} may only be served by a {facility} whose cost per {words['one_unit']} "
+                         f"delivered to it is at most {limit}.")
+        if rules:
+            question = " ".join(rules) + " " + question
         if representation == "text":
             fixed = "; ".join(f"{f}: {fmt(data['fixed_cost'][f])}" for f in facilities)
             demand = "; ".join(f"{c}: {fmt(data['demand'][c])}" for c in customers)
@@ -157,7 +249,9 @@ model.only_open = pyo.Constraint(
                     f"per {words['one_unit']} delivered to each {customer}; the last row is the demand.\n\n{table}"
                     f"\n\n{question}")
         if representation == "file":
-            return f"{intro}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return f"{intro}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
@@ -171,16 +265,27 @@ model.only_open = pyo.Constraint(
         return "\n".join(lines)
 
     def formulation(self, data: dict) -> str:
+        sets = "facilities $F$, customers $C$"
+        parameters = "opening cost $f_i$, demand $d_j$, unit delivery cost $c_{ij}$"
+        rows = ["\\text{s.t.}\\ & \\sum_{i \\in F} x_{ij} = 1 && \\forall j \\in C",
+                "& x_{ij} \\le y_i && \\forall i \\in F, j \\in C"]
+        if "max_open" in data:
+            parameters += ", most open facilities $K$"
+            rows.append("& \\sum_{i \\in F} y_i \\le K")
+        if "must_open" in data:
+            sets += ", mandatory facilities $M \\subseteq F$"
+            rows.append("& y_i = 1 && \\forall i \\in M")
+        if "max_unit_cost" in data:
+            parameters += ", most unit cost of a delivery $\\bar c$"
+            rows.append("& x_{ij} = 0 && \\forall i \\in F, j \\in C: c_{ij} > \\bar c")
+        rows.append("& x_{ij} \\ge 0,\\ y_i \\in \\{0,1\\}")
         return (
-            "**Sets**: facilities $F$, customers $C$.\n\n"
-            "**Parameters**: opening cost $f_i$, demand $d_j$, unit delivery cost $c_{ij}$.\n\n"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
             "**Variables**: $y_i \\in \\{0,1\\}$ (facility $i$ is open), $x_{ij} \\ge 0$ (share of customer "
             "$j$'s demand served from $i$).\n\n"
             "$$\n\\begin{aligned}\n\\min\\ & \\sum_{i \\in F} f_i y_i + \\sum_{i \\in F}\\sum_{j \\in C} "
-            "d_j c_{ij} x_{ij} \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{i \\in F} x_{ij} = 1 && \\forall j \\in C \\\\\n"
-            "& x_{ij} \\le y_i && \\forall i \\in F, j \\in C \\\\\n"
-            "& x_{ij} \\ge 0,\\ y_i \\in \\{0,1\\}\n\\end{aligned}\n$$"
+            "d_j c_{ij} x_{ij} \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 

@@ -1,11 +1,23 @@
 """Fixed-charge transportation (MILP): ship from supply points to demand points where every route used
-incurs a fixed charge (truck hire, contract set-up) on top of its per-unit cost."""
+incurs a fixed charge (truck hire, contract set-up) on top of its per-unit cost.
+
+Structure variants (drawn per instance, recorded by the keys present): capacities on some routes
+(`route_capacity`), a limit on the number of routes used (`max_routes`) and a fixed cost for every
+supplier that ships anything (`supplier_cost`, with a binary per supplier), each present or absent, so the
+program has eight skeletons. The limits are drawn around a feasible plan (the north-west corner rule), so
+every variant stays feasible.
+
+(A minimum load per used route, x >= L y, was tried as a variant and left out: CBC's preprocessing, which
+check 2 runs, returns a worse "optimal" objective on a few such instances than the plan HiGHS finds and
+check 4 confirms.)"""
 
 from __future__ import annotations
 
 import random
 
+from data_synth.families.transportation import northwest_corner
 from data_synth.family import (
+    INF,
     MatrixModel,
     ProblemFamily,
     Row,
@@ -16,6 +28,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("gravel", "construction aggregates", {
@@ -46,6 +59,16 @@ class FixedChargeTransportation(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"ship": "nonnegative", "use": "binary"}
+    # the family's own sentences of the optional rules, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"Some routes have a capacity:", ("Some routes have a capacity:", "Some routes are capacitated:"),
+                 ("A few lanes are limited:",)),
+        Phrasing(r"\broutes may be used in total\b", ("routes may be used in total", "routes can be used overall"),
+                 ("lanes are allowed altogether",)),
+        Phrasing(r"that ships anything also costs a fixed amount", ("that ships anything also costs a fixed amount",
+                                                                    "used at all also carries a fixed charge"),
+                 ("dispatching any goods incurs a flat running cost",)),
+    )
     data_fields = {
         "suppliers": "list of supply point names",
         "customers": "list of demand point names",
@@ -53,19 +76,42 @@ class FixedChargeTransportation(ProblemFamily):
         "demand": "units required by each demand point, keyed by customer",
         "unit_cost": "unit_cost[supplier][customer]: cost per unit shipped on the route",
         "fixed_cost": "fixed_cost[supplier][customer]: fixed charge paid if the route carries anything",
+        "route_capacity": "route_capacity[supplier][customer]: most units on that route (only when some routes "
+                          "have a capacity; routes not listed have none)",
+        "max_routes": "most routes that may carry anything (only when there is such a limit)",
+        "supplier_cost": "fixed cost of a supply point that ships anything, keyed by supplier (only when supply "
+                         "points have one)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`: the sets and variables, one of the two objectives, supply and demand,
+    # one of the two route bounds, and the route limit when its key is present
+    _BASE = '''\
 model = pyo.ConcreteModel()
 model.S = pyo.Set(initialize=data["suppliers"])
 model.C = pyo.Set(initialize=data["customers"])
 model.ship = pyo.Var(model.S, model.C, domain=pyo.NonNegativeReals)
 model.use = pyo.Var(model.S, model.C, domain=pyo.Binary)  # the route s -> c is used
+'''
+    _OBJECTIVE = '''\
 
 model.obj = pyo.Objective(
     expr=sum(data["unit_cost"][s][c] * model.ship[s, c] + data["fixed_cost"][s][c] * model.use[s, c]
              for s in model.S for c in model.C),
     sense=pyo.minimize,
 )
+'''
+    # replaces _OBJECTIVE: a supplier's own fixed cost is paid when any of its routes is used
+    _SUPPLIER_COST = '''\
+model.dispatch = pyo.Var(model.S, domain=pyo.Binary)  # supplier s ships anything
+
+routes = sum(data["unit_cost"][s][c] * model.ship[s, c] + data["fixed_cost"][s][c] * model.use[s, c]
+             for s in model.S for c in model.C)
+suppliers = sum(data["supplier_cost"][s] * model.dispatch[s] for s in model.S)
+model.obj = pyo.Objective(expr=routes + suppliers, sense=pyo.minimize)
+model.supplier_dispatch = pyo.Constraint(
+    model.S, model.C, rule=lambda model, s, c: model.use[s, c] <= model.dispatch[s]
+)
+'''
+    _SUPPLY_DEMAND = '''\
 
 model.supply = pyo.Constraint(
     model.S, rule=lambda model, s: sum(model.ship[s, c] for c in model.C) <= data["supply"][s]
@@ -73,6 +119,8 @@ model.supply = pyo.Constraint(
 model.demand = pyo.Constraint(
     model.C, rule=lambda model, c: sum(model.ship[s, c] for s in model.S) == data["demand"][c]
 )
+'''
+    _ROUTE_OPEN = '''\
 
 # a route carries goods only if its fixed charge is paid; it never needs to carry more than
 # the smaller of the supply and the demand it connects
@@ -81,6 +129,36 @@ def route_open(model, s, c):
 
 model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
 '''
+    # replaces _ROUTE_OPEN: a capacitated route's bound is its capacity where that is smaller
+    _ROUTE_CAPACITY = '''\
+
+# a route carries goods only if its fixed charge is paid; it never carries more than its capacity (where
+# it has one) nor than the smaller of the supply and the demand it connects
+def route_open(model, s, c):
+    most = min(data["supply"][s], data["demand"][c], data["route_capacity"].get(s, {}).get(c, data["supply"][s]))
+    return model.ship[s, c] <= most * model.use[s, c]
+
+model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
+'''
+    _MAX_ROUTES = '''\
+model.max_routes = pyo.Constraint(expr=sum(model.use[s, c] for s in model.S for c in model.C) <= data["max_routes"])
+'''
+
+    model_code = _BASE + _OBJECTIVE + _SUPPLY_DEMAND + _ROUTE_OPEN  # the base model (the others are optional)
+
+    def model_code_for(self, data: dict) -> str:
+        code = self._BASE + (self._SUPPLIER_COST if "supplier_cost" in data else self._OBJECTIVE)
+        code += self._SUPPLY_DEMAND + (self._ROUTE_CAPACITY if "route_capacity" in data else self._ROUTE_OPEN)
+        if "max_routes" in data:
+            code += self._MAX_ROUTES
+        return code
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {**self.domains, "dispatch": "binary"} if "supplier_cost" in data else self.domains
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("route_capacity", "max_routes", "supplier_cost") if name in data]
+        return "+".join(parts) or "base"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -96,8 +174,25 @@ model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
                   for s, w in zip(suppliers, weights, strict=True)}
         unit_cost = {s: {c: rng.randint(2, 20) for c in customers} for s in suppliers}
         fixed_cost = {s: {c: rng.randint(10, 60) * 10 for c in customers} for s in suppliers}
-        return {"suppliers": suppliers, "customers": customers, "supply": supply, "demand": demand,
+        data = {"suppliers": suppliers, "customers": customers, "supply": supply, "demand": demand,
                 "unit_cost": unit_cost, "fixed_cost": fixed_cost}
+        route_capacity, max_routes, supplier_cost = (rng.random() < 0.5 for _ in range(3))
+        # a feasible plan (amounts in tens, as supplies and demands are); every limit below lets it through
+        plan = northwest_corner(suppliers, customers, supply, demand)
+        if route_capacity:
+            # a third of the routes get a capacity, never below what the plan ships on them
+            routes = [(s, c) for s in suppliers for c in customers]
+            capped = sorted(rng.sample(routes, max(1, len(routes) // 3)), key=routes.index)
+            data["route_capacity"] = {}
+            for s, c in capped:
+                limit = max(10, plan.get((s, c), 0), int(demand[c] * rng.uniform(0.3, 0.7)) // 10 * 10)
+                data["route_capacity"].setdefault(s, {})[c] = limit
+        if max_routes:
+            data["max_routes"] = len(plan) + rng.choice([0, 1])
+        if supplier_cost:
+            # of the order of a few route charges, so whether to use a supplier at all is a trade-off
+            data["supplier_cost"] = {s: rng.randint(40, 150) * 10 for s in suppliers}
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # one customer's order grows beyond what all suppliers together hold
@@ -119,8 +214,20 @@ model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
                            upper=data["demand"][c], name=f"demand[{c}]")
         for s in suppliers:
             for c in customers:
-                big = min(data["supply"][s], data["demand"][c])
+                big = self._most_on_route(data, s, c)
                 matrix.add_row({amount[s, c]: 1.0, route[s, c]: -big}, upper=0.0, name=f"route_open[{s},{c}]")
+        if "supplier_cost" in data:
+            for s in suppliers:
+                dispatch = matrix.add_var(f"dispatch[{s}]", 0, 1, cost=data["supplier_cost"][s], integer=True)
+                for c in customers:
+                    matrix.add_row({route[s, c]: 1.0, dispatch: -1.0}, upper=0.0, name=f"supplier_dispatch[{s},{c}]")
+        if "max_routes" in data:
+            matrix.add_row({route[s, c]: 1.0 for s in suppliers for c in customers}, upper=data["max_routes"],
+                           name="max_routes")
+
+    def _most_on_route(self, data: dict, s: str, c: str) -> float:
+        """The most route s -> c can carry: its capacity (when it has one), the supply and the demand."""
+        return min(data["supply"][s], data["demand"][c], data.get("route_capacity", {}).get(s, {}).get(c, INF))
 
     def constraint_rows(self, data: dict, x: dict):
         ship, use = x["ship"], x["use"]
@@ -131,12 +238,19 @@ model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
             yield Row(f"demand[{c}]", sum(ship[s, c] for s in suppliers), "==", data["demand"][c])
         for s in suppliers:
             for c in customers:
-                big = min(data["supply"][s], data["demand"][c])
+                big = self._most_on_route(data, s, c)
                 yield Row(f"route_open[{s},{c}]", ship[s, c], "<=", big * use[s, c])
+                if "supplier_cost" in data:
+                    yield Row(f"supplier_dispatch[{s},{c}]", use[s, c], "<=", x["dispatch"][s])
+        if "max_routes" in data:
+            yield Row("max_routes", sum(use[s, c] for s in suppliers for c in customers), "<=", data["max_routes"])
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return sum(data["unit_cost"][s][c] * x["ship"][s, c] + data["fixed_cost"][s][c] * x["use"][s, c]
-                   for s in data["suppliers"] for c in data["customers"])
+        total = sum(data["unit_cost"][s][c] * x["ship"][s, c] + data["fixed_cost"][s][c] * x["use"][s, c]
+                    for s in data["suppliers"] for c in data["customers"])
+        if "supplier_cost" in data:
+            total += sum(data["supplier_cost"][s] * x["dispatch"][s] for s in data["suppliers"])
+        return total
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -147,6 +261,25 @@ model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
         question = (f"How much should be shipped on each route so that every {customer} receives exactly its "
                     f"requirement, no {supplier} ships more than it has, and the total cost (per-unit plus "
                     f"fixed charges) is as small as possible? What is the minimum total cost in {money}?")
+        limits = []  # the optional rules, stated in words in every representation (numbers not in a file one)
+        if "route_capacity" in data:
+            if representation == "file":
+                limits.append("Some routes have a capacity: they carry at most a given amount.")
+            else:
+                limits.append("Some routes have a capacity: " + "; ".join(
+                    f"{s} to {c} carries at most {fmt(limit)} {unit}"
+                    for s, row in data["route_capacity"].items() for c, limit in row.items()) + ".")
+        if "max_routes" in data:
+            limit = fmt(data["max_routes"]) if representation != "file" else "a given number of"
+            limits.append(f"No more than {limit} routes may be used in total.")
+        if "supplier_cost" in data:
+            if representation == "file":
+                limits.append(f"A {supplier} that ships anything also costs a fixed amount.")
+            else:
+                limits.append(f"A {supplier} that ships anything also costs a fixed amount: " + "; ".join(
+                    f"{s} {fmt(data['supplier_cost'][s])} {money}" for s in suppliers) + ".")
+        if limits:
+            rule += " " + " ".join(limits)
         if representation == "text":
             supply = ", ".join(f"{s} has {fmt(data['supply'][s])} {unit}" for s in suppliers)
             demand = ", ".join(f"{c} needs {fmt(data['demand'][c])} {unit}" for c in customers)
@@ -166,7 +299,9 @@ model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
             return (f"{words['intro']} The {words['supplier_plural']} are {join_names(suppliers)}; supply and demand are in "
                     f"{unit}. {rule}\n\n{unit_table}\n\n{fixed_table}\n\n{question}")
         if representation == "file":
-            return f"{words['intro']} {rule}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return f"{words['intro']} {rule}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
@@ -176,16 +311,35 @@ model.route_open = pyo.Constraint(model.S, model.C, rule=route_open)
         return f"{len(routes)} routes are used:\n" + "\n".join(routes)
 
     def formulation(self, data: dict) -> str:
+        sets = "suppliers $S$, customers $C$"
+        parameters = "supply $a_i$, demand $b_j$, unit cost $c_{ij}$, fixed charge $f_{ij}$"
+        bound = "$M_{ij} = \\min(a_i, b_j)$"
+        rows = ["\\text{s.t.}\\ & \\sum_{j \\in C} x_{ij} \\le a_i && \\forall i \\in S",
+                "& \\sum_{i \\in S} x_{ij} = b_j && \\forall j \\in C",
+                "& x_{ij} \\le M_{ij} y_{ij} && \\forall i \\in S, j \\in C"]
+        if "route_capacity" in data:
+            sets += ", capacitated routes $K \\subseteq S \\times C$"
+            parameters += ", route capacity $u_{ij}$"
+            bound = "$M_{ij} = \\min(a_i, b_j, u_{ij})$ ($u_{ij} = \\infty$ for $(i, j) \\notin K$)"
+        if "max_routes" in data:
+            parameters += ", most routes used $R$"
+            rows.append("& \\sum_{i \\in S}\\sum_{j \\in C} y_{ij} \\le R")
+        variables = "$x_{ij} \\ge 0$ (units shipped), $y_{ij} \\in \\{0,1\\}$ (route used)"
+        objective = "\\sum_{i \\in S}\\sum_{j \\in C} (c_{ij} x_{ij} + f_{ij} y_{ij})"
+        domains = "& x_{ij} \\ge 0,\\ y_{ij} \\in \\{0,1\\}"
+        if "supplier_cost" in data:
+            parameters += ", fixed cost $g_i$ of a supplier that ships"
+            variables += ", $z_i \\in \\{0,1\\}$ (supplier ships anything)"
+            objective += " + \\sum_{i \\in S} g_i z_i"
+            rows.append("& y_{ij} \\le z_i && \\forall i \\in S, j \\in C")
+            domains += ",\\ z_i \\in \\{0,1\\}"
+        rows.append(domains)
         return (
-            "**Sets**: suppliers $S$, customers $C$.\n\n"
-            "**Parameters**: supply $a_i$, demand $b_j$, unit cost $c_{ij}$, fixed charge $f_{ij}$, "
-            "$M_{ij} = \\min(a_i, b_j)$.\n\n"
-            "**Variables**: $x_{ij} \\ge 0$ (units shipped), $y_{ij} \\in \\{0,1\\}$ (route used).\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{i \\in S}\\sum_{j \\in C} (c_{ij} x_{ij} + f_{ij} y_{ij}) \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{j \\in C} x_{ij} \\le a_i && \\forall i \\in S \\\\\n"
-            "& \\sum_{i \\in S} x_{ij} = b_j && \\forall j \\in C \\\\\n"
-            "& x_{ij} \\le M_{ij} y_{ij} && \\forall i \\in S, j \\in C \\\\\n"
-            "& x_{ij} \\ge 0,\\ y_{ij} \\in \\{0,1\\}\n\\end{aligned}\n$$"
+            f"**Sets**: {sets}.\n\n"
+            f"**Parameters**: {parameters}, {bound}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n"
+            + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 
