@@ -16,6 +16,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 # family -> how many variants `sample` draws (the product of its independent choices)
 FAMILY_VARIANTS = {
     "lot_sizing_backlogging": 8,
+    "multi_period_investment": 8,
     "set_multicover": 8,
     "unit_commitment": 8,
 }
