@@ -18,6 +18,8 @@ from trex_sandbox import Sandbox, SandboxSettings
 STATED = {
     "lot_sizing": {"backorder_cost": "may be delivered late", "min_lot": "minimum lot",
                    "overtime_cost": "overtime hours"},
+    "machine_scheduling": {"unavailable": "cannot run on", "max_jobs": "may take more than",
+                           "ready_time": "becomes available after"},
 }
 BASE = {name: "base" for name in STATED}
 
