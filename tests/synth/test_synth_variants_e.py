@@ -20,6 +20,7 @@ STATED = {
                    "overtime_cost": "overtime hours"},
     "machine_scheduling": {"unavailable": "cannot run on", "max_jobs": "may take more than",
                            "ready_time": "becomes available after"},
+    "max_flow": {"node_capacity": "throughput limit", "budget": "operating budget", "min_flow": "minimum flow"},
 }
 BASE = {name: "base" for name in STATED}
 
