@@ -21,6 +21,8 @@ STATED = {
     "machine_scheduling": {"unavailable": "cannot run on", "max_jobs": "may take more than",
                            "ready_time": "becomes available after"},
     "max_flow": {"node_capacity": "throughput limit", "budget": "operating budget", "min_flow": "minimum flow"},
+    "min_cost_flow": {"fixed_cost": "fixed amount", "hub_capacity": "limited amount in total",
+                      "handling_cost": "handling fee"},
 }
 BASE = {name: "base" for name in STATED}
 
