@@ -3,10 +3,11 @@ product and how much to make, trading setup costs against inventory holding cost
 production capacity that setups also consume.
 
 Structure variants (drawn per instance, recorded by the keys present): demand that may be delivered late at a
-cost per unit and period, all of it by the last period (`backorder_cost`, a backlog variable), a minimum lot
-size for every production run (`min_lot`), and overtime hours bought at a cost up to a limit per period
-(`overtime_cost` with `max_overtime`), each present or absent, so the program has eight skeletons. The
-minimum lot never exceeds a lot-for-lot plan's smallest run, so every variant stays feasible."""
+cost per unit and period, all of it by the last period (`backorder_cost`, a backlog variable), a batch size
+that limits every production run (`max_lot`), and overtime hours bought at a cost up to a limit per period
+(`overtime_cost` with `max_overtime`; the regular hours are then fewer), each present or absent, so the
+program has eight skeletons. Overtime always suffices to make every period's demand in that period and a
+batch holds at least the largest such run, so the lot-for-lot plan keeps every variant feasible."""
 
 from __future__ import annotations
 
@@ -65,9 +66,9 @@ class LotSizing(ProblemFamily):
                  ("Demand that is not met on time may be delivered late",
                   "Orders that cannot be met on time may be delivered late"),
                  ("Demand missed in its own period may still be delivered late",)),
-        Phrasing(r"Every production run must make at least its minimum lot:",
-                 ("Every production run must make at least its minimum lot:",),
-                 ("A run that is started has to reach its minimum lot:",)),
+        Phrasing(r"A production run can make at most one batch:",
+                 ("A production run can make at most one batch:", "One production run yields at most a batch:"),
+                 ("No run can exceed a single batch:",)),
         Phrasing(r"overtime hours can be added in any",
                  ("overtime hours can be added in any",), ("overtime hours may be bought for any",)),
     )
@@ -83,8 +84,8 @@ class LotSizing(ProblemFamily):
         "capacity_hours": "production hours available in each period, keyed by period",
         "backorder_cost": "cost per unit of demand delivered one period late, keyed by product (only when demand "
                           "may be delivered late)",
-        "min_lot": "fewest units a production run of each product makes, keyed by product (only when runs have "
-                   "a minimum lot size)",
+        "max_lot": "most units one production run of each product can make (its batch size), keyed by product "
+                   "(only when runs are limited to a batch)",
         "overtime_cost": "cost per overtime hour (only when overtime can be bought)",
         "max_overtime": "most overtime hours that can be added in one period (only when overtime can be bought)",
     }
@@ -174,11 +175,11 @@ def needs_setup(model, p, t):
 
 model.needs_setup = pyo.Constraint(products, periods, rule=needs_setup)
 """
-    _MIN_LOT = """\
+    _MAX_LOT = """\
 
-# a production run makes at least the product's minimum lot
-model.min_lot = pyo.Constraint(
-    products, periods, rule=lambda model, p, t: model.make[p, t] >= data["min_lot"][p] * model.setup[p, t]
+# a production run makes at most one batch of the product
+model.max_lot = pyo.Constraint(
+    products, periods, rule=lambda model, p, t: model.make[p, t] <= data["max_lot"][p] * model.setup[p, t]
 )
 """
 
@@ -197,12 +198,12 @@ model.min_lot = pyo.Constraint(
         code += self._BACKLOG_BALANCE if backlog else self._BALANCE
         code += self._OVERTIME_CAPACITY if overtime else self._CAPACITY
         code += self._BACKLOG_NEEDS_SETUP if backlog else self._NEEDS_SETUP
-        if "min_lot" in data:
-            code += self._MIN_LOT
+        if "max_lot" in data:
+            code += self._MAX_LOT
         return code
 
     def variant_of(self, data: dict) -> str:
-        parts = [name for name in ("backorder_cost", "min_lot", "overtime_cost") if name in data]
+        parts = [name for name in ("backorder_cost", "max_lot", "overtime_cost") if name in data]
         return "+".join(parts) or "base"
 
     def domains_for(self, data: dict) -> dict[str, str]:
@@ -229,10 +230,10 @@ model.min_lot = pyo.Constraint(
         initial_inventory = {p: rng.randint(0, 4) * 5 for p in products}
         # enough hours in every period to produce that period's demand with one setup per product
         # (so the instance is feasible), but not so many that all production fits in one batch
-        capacity_hours = {}
+        capacity_hours, lot_for_lot = {}, {}
         for t in periods:
-            lot_for_lot = sum(hours_per_unit[p] * demand[p][t] + setup_hours[p] for p in products)
-            capacity_hours[t] = int(math.ceil(lot_for_lot * rng.uniform(1.1, 1.6) / 5)) * 5 + 10
+            lot_for_lot[t] = sum(hours_per_unit[p] * demand[p][t] + setup_hours[p] for p in products)
+            capacity_hours[t] = int(math.ceil(lot_for_lot[t] * rng.uniform(1.1, 1.6) / 5)) * 5 + 10
         setup_cost = {p: rng.randint(10, 60) * 10 for p in products}
         holding_cost = {p: rng.choice([0.5, 1.0, 1.5, 2.0, 2.5, 3.0]) for p in products}
         data = {"products": products, "periods": periods, "demand": demand,
@@ -243,15 +244,18 @@ model.min_lot = pyo.Constraint(
             # late delivery costs more than holding, so storing ahead stays a real alternative
             data["backorder_cost"] = {p: holding_cost[p] * rng.choice([2, 3, 4]) for p in products}
         if rng.random() < 0.5:
-            # no larger than the smallest run of the lot-for-lot plan (which meets every capacity)
-            data["min_lot"] = {}
-            for p in products:
-                runs = [demand[p][periods[0]] - initial_inventory[p]] + [demand[p][t] for t in periods[1:]
-                                                                         if demand[p][t] > 0]
-                data["min_lot"][p] = max(5, int(min(runs) * rng.uniform(0.5, 1.0)) // 5 * 5)
+            # fewer regular hours, and overtime enough to make every period's demand in that period
+            for t in periods:
+                capacity_hours[t] = max(5, int(capacity_hours[t] * rng.uniform(0.6, 0.85)) // 5 * 5)
+            shortfall = max(lot_for_lot[t] - capacity_hours[t] for t in periods)
+            data["overtime_cost"] = rng.randint(2, 10)
+            data["max_overtime"] = max(rng.randint(2, 6) * 5, int(math.ceil(shortfall / 5)) * 5)
         if rng.random() < 0.5:
-            data["overtime_cost"] = rng.randint(4, 12) * 5
-            data["max_overtime"] = rng.randint(2, 6) * 5
+            # a batch holds at least the largest run of the lot-for-lot plan, which fits every period's hours
+            data["max_lot"] = {}
+            for p in products:
+                runs = [demand[p][periods[0]] - initial_inventory[p]] + [demand[p][t] for t in periods[1:]]
+                data["max_lot"][p] = int(math.ceil(max(runs) * rng.uniform(1.0, 1.6) / 5)) * 5
         return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
@@ -306,9 +310,9 @@ model.min_lot = pyo.Constraint(
             for k, t in enumerate(periods):
                 bound = sum(data["demand"][p][u] for u in (periods if backlog else periods[k:]))
                 matrix.add_row({make[p, t]: 1.0, setup[p, t]: -bound}, upper=0.0, name=f"needs_setup[{p},{t}]")
-                if "min_lot" in data:
-                    matrix.add_row({make[p, t]: 1.0, setup[p, t]: -data["min_lot"][p]}, lower=0.0,
-                                   name=f"min_lot[{p},{t}]")
+                if "max_lot" in data:
+                    matrix.add_row({make[p, t]: 1.0, setup[p, t]: -data["max_lot"][p]}, upper=0.0,
+                                   name=f"max_lot[{p},{t}]")
 
     def constraint_rows(self, data: dict, x: dict):
         make, stock, setup = x["make"], x["stock"], x["setup"]
@@ -334,8 +338,8 @@ model.min_lot = pyo.Constraint(
             for k, t in enumerate(periods):
                 bound = sum(data["demand"][p][u] for u in (periods if backlogged else periods[k:]))
                 yield Row(f"needs_setup[{p},{t}]", make[p, t], "<=", bound * setup[p, t])
-                if "min_lot" in data:
-                    yield Row(f"min_lot[{p},{t}]", make[p, t], ">=", data["min_lot"][p] * setup[p, t])
+                if "max_lot" in data:
+                    yield Row(f"max_lot[{p},{t}]", make[p, t], "<=", data["max_lot"][p] * setup[p, t])
 
     def objective_value(self, data: dict, x: dict) -> float:
         total = sum(data["setup_cost"][p] * x["setup"][p, t] + data["holding_cost"][p] * x["stock"][p, t]
@@ -360,11 +364,10 @@ model.min_lot = pyo.Constraint(
                  f"Units made in a {period} can meet that {period}'s demand or be stored for later {period}s. "
                  f"{late}")
         rules = []  # the optional rules, stated in words in every representation
-        if "min_lot" in data:
-            lots = "; ".join(f"{fmt(data['min_lot'][p])} {unit} of {p}" for p in products)
-            rules.append(f"Every production run must make at least its minimum lot: {lots}."
-                         if representation != "file" else
-                         "Every production run must make at least its minimum lot (given per product).")
+        if "max_lot" in data:
+            lots = "; ".join(f"{fmt(data['max_lot'][p])} {unit} of {p}" for p in products)
+            rules.append(f"A production run can make at most one batch: {lots}." if representation != "file" else
+                         "A production run can make at most one batch (the batch size is given per product).")
         if "overtime_cost" in data:
             rules.append(f"Up to {fmt(data['max_overtime'])} overtime hours can be added in any {period}, at "
                          f"{fmt(data['overtime_cost'])} {money} per hour." if representation != "file" else
@@ -450,9 +453,9 @@ model.min_lot = pyo.Constraint(
         rows = [f"\\text{{s.t.}}\\ & {balance}", f"& {capacity} && \\forall t", f"& {bound}"]
         if backlog:
             rows.append("& B_{pn} = 0 && \\forall p")
-        if "min_lot" in data:
-            parameters += ", minimum lot $L_p$"
-            rows.append("& x_{pt} \\ge L_p\\, y_{pt} && \\forall p, t")
+        if "max_lot" in data:
+            parameters += ", batch size $L_p$"
+            rows.append("& x_{pt} \\le L_p\\, y_{pt} && \\forall p, t")
         rows.append("& x_{pt}, I_{pt} \\ge 0,\\ y_{pt} \\in \\{0,1\\}")
         return (
             "**Sets**: products $P$, periods $T = \\{1, \\dots, n\\}$.\n\n"

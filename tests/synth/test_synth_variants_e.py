@@ -16,7 +16,7 @@ from trex_sandbox import Sandbox, SandboxSettings
 # family -> {variant part: a phrase the text statement has exactly when the instance has that part; None for a
 # modelling choice that leaves the problem, and so the statement, unchanged}
 STATED = {
-    "lot_sizing": {"backorder_cost": "may be delivered late", "min_lot": "minimum lot",
+    "lot_sizing": {"backorder_cost": "may be delivered late", "max_lot": "at most one batch",
                    "overtime_cost": "overtime hours"},
     "machine_scheduling": {"unavailable": "cannot run on", "max_jobs": "may take more than",
                            "ready_time": "becomes available after"},
