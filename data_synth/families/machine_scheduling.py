@@ -1,9 +1,18 @@
 """Makespan scheduling on parallel machines (MILP): assign every job to one machine, where the machines
 differ in speed per job (unrelated parallel machines), so that the last machine finishes as early as
-possible."""
+possible.
+
+Structure variants (drawn per instance, recorded by the keys present): job-machine pairs that are not
+possible (`unavailable`), machines that are still busy at the start and become free later (`ready_time`),
+and an objective variant: the least running cost at a price per minute of each machine, with every job done
+by a deadline (`machine_cost` with `deadline`), each present or absent, so the program has eight skeletons.
+Every job keeps a machine it can run on, and the deadline is at least the makespan of a greedy assignment
+that respects the other rules, so every variant stays feasible. Without `machine_cost` a deadline appears
+only in the infeasible variant."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from data_synth.family import (
@@ -23,17 +32,17 @@ SCENARIOS = (
     Scenario("printshop", "commercial printing", {
         "company": "a print shop", "job": "print order", "jobs_word": "print orders", "job_prefix": "Order ", "machine": "press", "machines_word": "presses",
         "machines": ["Heidelberg press", "Komori press", "digital press", "Ryobi press"], "unit": "minutes",
-        "base": (20, 120),
+        "time_unit": "minute", "base": (20, 120),
     }),
     Scenario("cnc", "metalworking", {
         "company": "a machine shop", "job": "part batch", "jobs_word": "part batches", "job_prefix": "Batch ", "machine": "CNC machine", "machines_word": "CNC machines",
         "machines": ["Mill-1", "Mill-2", "Lathe-Mill", "5-axis centre"], "unit": "minutes",
-        "base": (30, 150),
+        "time_unit": "minute", "base": (30, 150),
     }),
     Scenario("render", "visual effects", {
         "company": "a visual-effects studio", "job": "render job", "jobs_word": "render jobs", "job_prefix": "Shot ", "machine": "render node", "machines_word": "render nodes",
         "machines": ["node-a", "node-b", "node-gpu", "node-c"], "unit": "minutes",
-        "base": (15, 90),
+        "time_unit": "minute", "base": (15, 90),
     }),
 )
 
@@ -51,6 +60,9 @@ class MachineScheduling(ProblemFamily):
                                                           "Not every pairing is possible:"),
                  ("A few pairings are ruled out:",)),
         Phrasing(r"\bis free now:", ("is free now:",), ("is idle at the start:",)),
+        Phrasing(r"\bworks is paid at its running rate\b", ("works is paid at its running rate",
+                                                              "is in use costs its running rate"),
+                 ("operates is charged at its running rate",)),
         Phrasing(r"\bthat are free start now\b", ("that are free start now", "that are idle begin at once"),
                  ("without earlier work start immediately",)),
     )
@@ -60,19 +72,32 @@ class MachineScheduling(ProblemFamily):
         "time": "time[job][machine]: processing time of the job if it runs on that machine",
         "unavailable": "list of [job, machine] pairs: the job cannot run on that machine (only when some pairs "
                        "are not possible)",
-        "max_jobs": "most jobs any one machine may take (only when there is such a limit)",
+        "machine_cost": "dollars per minute each machine works, keyed by machine (only when the goal is the "
+                        "least running cost)",
         "ready_time": "time at which each busy machine becomes free, keyed by machine; machines not listed are "
                       "free at once (only when some machines are busy at the start)",
         "deadline": "time by which all work must be finished (only when there is a deadline)",
     }
     # the pieces of `model_code_for`; each optional piece is used when its key is present
-    _HEAD = """\
+    _VARIABLES = """\
 model = pyo.ConcreteModel()
 jobs, machines = data["jobs"], data["machines"]
 model.assign = pyo.Var(jobs, machines, domain=pyo.Binary)  # job j runs on machine m
 model.makespan = pyo.Var(domain=pyo.NonNegativeReals)       # time when the last machine finishes
+"""
+    _MAKESPAN_OBJECTIVE = """\
 
 model.obj = pyo.Objective(expr=model.makespan, sense=pyo.minimize)
+"""
+    _COST_OBJECTIVE = """\
+
+# the running cost: every minute a machine works is paid at its rate
+model.obj = pyo.Objective(
+    expr=sum(data["machine_cost"][m] * data["time"][j][m] * model.assign[j, m] for j in jobs for m in machines),
+    sense=pyo.minimize,
+)
+"""
+    _RUN_ONCE = """\
 
 model.run_once = pyo.Constraint(jobs, rule=lambda model, j: sum(model.assign[j, m] for m in machines) == 1)
 """
@@ -98,32 +123,25 @@ model.finish = pyo.Constraint(machines, rule=finish)
 model.U = pyo.Set(initialize=[tuple(pair) for pair in data["unavailable"]], dimen=2)
 model.unavailable = pyo.Constraint(model.U, rule=lambda model, j, m: model.assign[j, m] == 0)
 """
-    _MAX_JOBS = """\
-
-model.max_jobs = pyo.Constraint(
-    machines, rule=lambda model, m: sum(model.assign[j, m] for j in jobs) <= data["max_jobs"]
-)
-"""
     _DEADLINE = """\
 
 # a hard deadline for the whole batch
 model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
 """
 
-    model_code = _HEAD + _FINISH  # the base model (the other pieces are optional)
+    model_code = _VARIABLES + _MAKESPAN_OBJECTIVE + _RUN_ONCE + _FINISH  # the base model (no optional piece)
 
     def model_code_for(self, data: dict) -> str:
-        code = self._HEAD + (self._READY_FINISH if "ready_time" in data else self._FINISH)
+        code = self._VARIABLES + (self._COST_OBJECTIVE if "machine_cost" in data else self._MAKESPAN_OBJECTIVE)
+        code += self._RUN_ONCE + (self._READY_FINISH if "ready_time" in data else self._FINISH)
         if "unavailable" in data:
             code += self._UNAVAILABLE
-        if "max_jobs" in data:
-            code += self._MAX_JOBS
         if "deadline" in data:
             code += self._DEADLINE
         return code
 
     def variant_of(self, data: dict) -> str:
-        parts = [name for name in ("unavailable", "max_jobs", "ready_time") if name in data]
+        parts = [name for name in ("unavailable", "ready_time", "machine_cost") if name in data]
         return "+".join(parts) or "base"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
@@ -139,7 +157,7 @@ model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
             # machines differ overall, and some jobs suit some machines better
             time[j] = {m: max(5, round(base * speed[m] * rng.uniform(0.85, 1.2))) for m in machines}
         data = {"jobs": jobs, "machines": machines, "time": time}
-        # a balanced reference assignment (jobs dealt to the machines in turn) that every limit allows
+        # a reference assignment (jobs dealt to the machines in turn): ruling pairs out, every job keeps its own
         order = rng.sample(machines, len(machines))
         reference = {j: order[k % len(order)] for k, j in enumerate(jobs)}
         if rng.random() < 0.5:
@@ -148,12 +166,14 @@ model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
             ruled_out = sorted(rng.sample(others, max(1, len(others) // 3)), key=others.index)
             data["unavailable"] = [list(pair) for pair in ruled_out]
         if rng.random() < 0.5:
-            data["max_jobs"] = -(-n_jobs // n_machines) + rng.choice([0, 0, 1])
-        if rng.random() < 0.5:
             # some machines finish earlier work first, for a tenth to a half of an even share of the load
             share = sum(min(time[j].values()) for j in jobs) / n_machines
             busy = sorted(rng.sample(machines, rng.randint(1, n_machines - 1)), key=machines.index)
             data["ready_time"] = {m: max(5, round(share * rng.uniform(0.1, 0.5) / 5) * 5) for m in busy}
+        if rng.random() < 0.5:
+            # slower machines are cheaper per minute, so the deadline is what keeps work on the fast ones
+            data["machine_cost"] = {m: round(3.0 / speed[m] * rng.uniform(0.8, 1.2), 1) for m in machines}
+            data["deadline"] = math.ceil(greedy_makespan(data) * rng.uniform(1.0, 1.15))
         return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
@@ -164,10 +184,12 @@ model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
         jobs, machines = data["jobs"], data["machines"]
         ruled_out = {tuple(pair) for pair in data.get("unavailable", ())}
-        run = {(j, m): matrix.add_var(f"assign[{j},{m}]", 0, 0 if (j, m) in ruled_out else 1, integer=True)
+        rate = data.get("machine_cost")
+        run = {(j, m): matrix.add_var(f"assign[{j},{m}]", 0, 0 if (j, m) in ruled_out else 1,
+                                      cost=rate[m] * data["time"][j][m] if rate else 0.0, integer=True)
                for j in jobs for m in machines}
         upper = data.get("deadline", float("inf"))
-        last = matrix.add_var("makespan", 0.0, upper, cost=1.0)
+        last = matrix.add_var("makespan", 0.0, upper, cost=0.0 if rate else 1.0)
         ready = data.get("ready_time", {})
         for j in jobs:
             matrix.add_row({run[j, m]: 1.0 for m in machines}, lower=1, upper=1, name=f"run_once[{j}]")
@@ -175,9 +197,6 @@ model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
             row = {run[j, m]: data["time"][j][m] for j in jobs}
             row[last] = -1.0
             matrix.add_row(row, upper=-ready.get(m, 0), name=f"finish[{m}]")
-        if "max_jobs" in data:
-            for m in machines:
-                matrix.add_row({run[j, m]: 1.0 for j in jobs}, upper=data["max_jobs"], name=f"max_jobs[{m}]")
 
     def constraint_rows(self, data: dict, x: dict):
         assign, makespan = x["assign"], x["makespan"][None]
@@ -189,13 +208,13 @@ model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
             yield Row(f"finish[{m}]", ready.get(m, 0) + load, "<=", makespan)
         for j, m in data.get("unavailable", ()):
             yield Row(f"unavailable[{j},{m}]", assign[j, m], "==", 0)
-        if "max_jobs" in data:
-            for m in data["machines"]:
-                yield Row(f"max_jobs[{m}]", sum(assign[j, m] for j in data["jobs"]), "<=", data["max_jobs"])
         if "deadline" in data:
             yield Row("deadline", makespan, "<=", data["deadline"])
 
     def objective_value(self, data: dict, x: dict) -> float:
+        if "machine_cost" in data:
+            return sum(data["machine_cost"][m] * data["time"][j][m] * x["assign"][j, m]
+                       for j in data["jobs"] for m in data["machines"])
         return x["makespan"][None]
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
@@ -215,19 +234,23 @@ model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
             pairs = "; ".join(f"{j} cannot run on {m}" for j, m in data["unavailable"])
             rules.append(f"Some combinations are not possible: {pairs}." if not file else
                          f"Some combinations are not possible: a listed {job} cannot run on the listed {machine}.")
-        if "max_jobs" in data:
-            rules.append(f"No {machine} may take more than {fmt(data['max_jobs'])} {job_plural}." if not file else
-                         f"No {machine} may take more than a given number of {job_plural}.")
         if "ready_time" in data:
             busy = "; ".join(f"{m} becomes available after {fmt(t)} {unit}" for m, t in data["ready_time"].items())
             rules.append(f"Not every {machine} is free now: {busy}; it then runs its {job_plural}." if not file else
                          f"Not every {machine} is free now: a busy {machine} becomes available after its ready time "
-                         "and then runs its jobs.")
+                         f"and then runs its {job_plural}.")
         if "deadline" in data:
             rules.append(f"Everything must be finished within {fmt(data['deadline'])} {unit}.")
-        question = (f"How should the {job_plural} be assigned to the {machine_plural} so that all work is finished as early as "
-                    f"possible? What is the minimum makespan (the time at which the last {machine} finishes), in "
-                    f"{unit}?")
+        if "machine_cost" in data:
+            rates = "; ".join(f"{m} ${fmt(rate)}" for m, rate in data["machine_cost"].items())
+            rules.append(f"Every {words['time_unit']} a {machine} works is paid at its running rate"
+                         + (f": {rates}." if not file else f" (given per {machine})."))
+            question = (f"How should the {job_plural} be assigned to the {machine_plural} so that everything is "
+                        f"finished in time at the lowest total running cost? What is that cost, in dollars?")
+        else:
+            question = (f"How should the {job_plural} be assigned to the {machine_plural} so that all work is finished "
+                        f"as early as possible? What is the minimum makespan (the time at which the last {machine} "
+                        f"finishes), in {unit}?")
         rules_text = "".join(f" {rule}" for rule in rules)
         if representation == "text":
             lines = " ".join(f"{j} takes " + ", ".join(f"{fmt(data['time'][j][m])} {unit} on {m}" for m in machines)
@@ -265,21 +288,35 @@ model.deadline = pyo.Constraint(expr=model.makespan <= data["deadline"])
         if "unavailable" in data:
             sets += ", impossible pairs $U \\subseteq J \\times M$"
             rows.append("& x_{jm} = 0 && \\forall (j, m) \\in U")
-        if "max_jobs" in data:
-            parameters += ", job limit $K$ per machine"
-            rows.append("& \\sum_{j \\in J} x_{jm} \\le K && \\forall m \\in M")
         if "deadline" in data:
             parameters += ", deadline $D$"
             rows.append("& C \\le D")
+        objective = "C"
+        if "machine_cost" in data:
+            parameters += ", running cost $c_m$ per minute"
+            objective = "\\sum_{j \\in J} \\sum_{m \\in M} c_m p_{jm} x_{jm}"
         rows.append("& x_{jm} \\in \\{0,1\\},\\ C \\ge 0")
         return (
             f"**Sets**: {sets}.\n\n"
             f"**Parameters**: {parameters}.\n\n"
             "**Variables**: $x_{jm} \\in \\{0,1\\}$ (job $j$ runs on machine $m$), $C \\ge 0$ (makespan).\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & C \\\\\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n"
             "\\text{s.t.}\\ & \\sum_{m \\in M} x_{jm} = 1 && \\forall j \\in J \\\\\n"
             f"& {finish} && \\forall m \\in M \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
+
+
+def greedy_makespan(data: dict) -> float:
+    """The makespan of a feasible assignment: longest jobs first, each to the allowed machine where it would
+    finish earliest (ready times included); the deadline of the cost variant is drawn above it."""
+    ruled_out = {tuple(pair) for pair in data.get("unavailable", ())}
+    machines, time = data["machines"], data["time"]
+    finish = {m: data.get("ready_time", {}).get(m, 0) for m in machines}
+    for j in sorted(data["jobs"], key=lambda j: (-min(time[j].values()), data["jobs"].index(j))):
+        allowed = [m for m in machines if (j, m) not in ruled_out]
+        best = min(allowed, key=lambda m: (finish[m] + time[j][m], machines.index(m)))
+        finish[best] += time[j][best]
+    return max(finish.values())
 
 
 FAMILY = MachineScheduling()

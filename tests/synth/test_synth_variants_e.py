@@ -18,8 +18,8 @@ from trex_sandbox import Sandbox, SandboxSettings
 STATED = {
     "lot_sizing": {"backorder_cost": "may be delivered late", "max_lot": "at most one batch",
                    "overtime_cost": "overtime hours"},
-    "machine_scheduling": {"unavailable": "cannot run on", "max_jobs": "may take more than",
-                           "ready_time": "becomes available after"},
+    "machine_scheduling": {"unavailable": "cannot run on", "ready_time": "becomes available after",
+                           "machine_cost": "running rate"},
     "max_flow": {"node_capacity": "throughput limit", "budget": "operating budget", "min_flow": "minimum flow"},
     "min_cost_flow": {"fixed_cost": "fixed amount", "hub_capacity": "limited amount in total",
                       "handling_cost": "handling fee"},
