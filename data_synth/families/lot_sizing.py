@@ -60,8 +60,20 @@ class LotSizing(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"make": "nonnegative", "stock": "nonnegative", "setup": "binary"}
-    # the family's fixed sentences of the optional rules, in other words for each split (data_synth.statements)
+    # the family's fixed sentences, in other words for each split (data_synth.statements)
     phrasings = (
+        Phrasing(r"\bwhich costs money and uses hours of\b",
+                 ("which costs money and uses hours of", "which has a cost and takes up hours of"),
+                 ("which is paid for and consumes hours of",)),
+        Phrasing(r"Demand must be met on time \(no backorders\)\.",
+                 ("Demand must be met on time (no backorders).", "Every demand is due in its own period."),
+                 ("Late deliveries are not allowed.",)),
+        Phrasing(r"\bshould each product be set up, and how many\b",
+                 ("should each product be set up, and how many",),
+                 ("is each product to be set up, and how many",)),
+        Phrasing(r"\bare in stock at the start\b", ("are in stock at the start", "are on hand at the start"),
+                 ("are available initially",)),
+        Phrasing(r"\bcan meet that\b", ("can meet that",), ("may serve that",)),
         Phrasing(r"Demand that is not met on time may be delivered late",
                  ("Demand that is not met on time may be delivered late",
                   "Orders that cannot be met on time may be delivered late"),
