@@ -1,5 +1,11 @@
 """Transshipment / minimum-cost flow (LP): move goods from plants through intermediate hubs (or directly)
-to customers over capacitated arcs, meeting every demand at the least total transport cost."""
+to customers over capacitated arcs, meeting every demand at the least total transport cost.
+
+Structure variants (drawn per instance, recorded by the keys present): a fixed cost for using some lanes at
+all (`fixed_cost`, the model becomes a MILP with a binary per such lane), throughput limits at some hubs
+(`hub_capacity`), and a handling fee per unit passing through each hub (`handling_cost`), each present or
+absent, so the program has eight skeletons. Hub limits are at least what the reference flow `sample` builds
+sends through them, so every variant stays feasible."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("retail", "retail supply chain", {
@@ -57,6 +64,16 @@ class MinCostFlow(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"flow": "nonnegative"}
+    # the family's fixed sentences of the optional rules, in other words for each split (data_synth.statements)
+    phrasings = (
+        Phrasing(r"using such a lane at all costs a fixed amount, however much it carries",
+                 ("using such a lane at all costs a fixed amount, however much it carries",
+                  "such a lane, once used at all, adds a fixed charge whatever its volume"),
+                 ("opening such a lane incurs a one-off charge independent of volume",)),
+        Phrasing(r"\bcan handle only a limited amount in total\b", ("can handle only a limited amount in total",),
+                 ("have a cap on their total throughput",)),
+        Phrasing(r"\bcosts a handling fee\b", ("costs a handling fee",), ("is charged a handling fee",)),
+    )
     data_fields = {
         "plants": "list of supply nodes",
         "hubs": "list of transshipment nodes (no supply, no demand)",
@@ -64,14 +81,37 @@ class MinCostFlow(ProblemFamily):
         "supply": "most units each plant can send out, keyed by plant",
         "demand": "units each customer must receive, keyed by customer",
         "arcs": "list of arcs {from, to, cost (dollars per unit), capacity (most units)}",
+        "fixed_cost": "list of [from, to, dollars] triples: the fixed cost of using that lane at all; lanes not "
+                      "listed have none (only when some lanes have fixed costs)",
+        "hub_capacity": "most units that may pass through each limited hub, keyed by hub (only when some hubs "
+                        "have a throughput limit)",
+        "handling_cost": "dollars per unit passing through each hub, keyed by hub (only when hubs charge a "
+                         "handling fee)",
     }
-    model_code = '''\
+    # the pieces of `model_code_for`; each optional piece is used when its key is present
+    _HEAD = """\
 model = pyo.ConcreteModel()
 arcs = {(a["from"], a["to"]): a for a in data["arcs"]}
 model.A = pyo.Set(initialize=list(arcs), dimen=2)
 model.flow = pyo.Var(model.A, domain=pyo.NonNegativeReals)
+"""
+    _OPEN_VARIABLE = """\
+fixed = {(a[0], a[1]): a[2] for a in data["fixed_cost"]}
+model.F = pyo.Set(initialize=list(fixed), dimen=2)  # the lanes with a fixed cost
+model.open = pyo.Var(model.F, domain=pyo.Binary)  # 1 when the lane carries anything
+"""
+    _COST = """\
 
-model.obj = pyo.Objective(expr=sum(arcs[a]["cost"] * model.flow[a] for a in model.A), sense=pyo.minimize)
+cost = sum(arcs[a]["cost"] * model.flow[a] for a in model.A)
+"""
+    _FIXED_COST = """\
+cost += sum(fixed[a] * model.open[a] for a in model.F)
+"""
+    _HANDLING_COST = """\
+cost += sum(data["handling_cost"][j] * model.flow[i, j] for i, j in model.A if j in data["handling_cost"])
+"""
+    _BALANCES = """\
+model.obj = pyo.Objective(expr=cost, sense=pyo.minimize)
 
 def net_outflow(model, n):
     out = sum(model.flow[i, j] for i, j in model.A if i == n)
@@ -81,8 +121,44 @@ def net_outflow(model, n):
 model.supply = pyo.Constraint(data["plants"], rule=lambda model, n: net_outflow(model, n) <= data["supply"][n])
 model.balance = pyo.Constraint(data["hubs"], rule=lambda model, n: net_outflow(model, n) == 0)
 model.demand = pyo.Constraint(data["customers"], rule=lambda model, n: -net_outflow(model, n) >= data["demand"][n])
+"""
+    _ARC_CAPACITY = """\
 model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow[i, j] <= arcs[i, j]["capacity"])
-'''
+"""
+    _OPEN_LANE = """\
+# a lane with a fixed cost carries goods only when it is used
+model.open_lane = pyo.Constraint(
+    model.F, rule=lambda model, i, j: model.flow[i, j] <= arcs[i, j]["capacity"] * model.open[i, j]
+)
+"""
+    _HUB_CAPACITY = """\
+model.hub_capacity = pyo.Constraint(
+    list(data["hub_capacity"]),
+    rule=lambda model, h: sum(model.flow[i, j] for i, j in model.A if j == h) <= data["hub_capacity"][h],
+)
+"""
+
+    model_code = _HEAD + _COST + _BALANCES + _ARC_CAPACITY  # the base model (the other pieces are optional)
+
+    def model_code_for(self, data: dict) -> str:
+        fixed = "fixed_cost" in data
+        code = self._HEAD + (self._OPEN_VARIABLE if fixed else "") + self._COST
+        code += self._FIXED_COST if fixed else ""
+        code += self._HANDLING_COST if "handling_cost" in data else ""
+        code += self._BALANCES + self._ARC_CAPACITY + (self._OPEN_LANE if fixed else "")
+        if "hub_capacity" in data:
+            code += self._HUB_CAPACITY
+        return code
+
+    def variant_of(self, data: dict) -> str:
+        parts = [name for name in ("fixed_cost", "hub_capacity", "handling_cost") if name in data]
+        return "+".join(parts) or "base"
+
+    def domains_for(self, data: dict) -> dict[str, str]:
+        return {**self.domains, "open": "binary"} if "fixed_cost" in data else self.domains
+
+    def problem_type_for(self, data: dict) -> str:
+        return "MILP" if "fixed_cost" in data else "LP"
 
     def sample(self, rng: random.Random, difficulty: str, scenario: Scenario) -> dict:
         words = scenario.words
@@ -119,8 +195,21 @@ model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow
             used = reference.get((i, j), 0)
             capacity = math.ceil(used * rng.uniform(1.0, 1.5)) + rng.randint(0, 15) if used else rng.randint(15, 90)
             arcs.append({"from": i, "to": j, "cost": cost, "capacity": capacity})
-        return {"plants": plants, "hubs": hubs, "customers": customers, "supply": supply, "demand": demand,
+        data = {"plants": plants, "hubs": hubs, "customers": customers, "supply": supply, "demand": demand,
                 "arcs": arcs}
+        if rng.random() < 0.5:
+            # about a third of the lanes (so the MILP stays quick to solve at every size)
+            charged = sorted(rng.sample(range(len(arcs)), max(2, len(arcs) // 3)))
+            data["fixed_cost"] = [[arcs[k]["from"], arcs[k]["to"], rng.randint(6, 50) * 5] for k in charged]
+        if rng.random() < 0.5:
+            # about half the hubs get a limit, never below what the reference flow sends through them
+            through = {h: sum(v for (_, j), v in reference.items() if j == h) for h in hubs}
+            limited = sorted(rng.sample(hubs, max(1, len(hubs) // 2)), key=hubs.index)
+            data["hub_capacity"] = {h: max(through[h], math.ceil(through[h] * rng.uniform(1.0, 1.3)), 10)
+                                    for h in limited}
+        if rng.random() < 0.5:
+            data["handling_cost"] = {h: rng.randint(1, 6) for h in hubs}
+        return data
 
     def make_infeasible(self, data: dict, rng: random.Random) -> dict | None:
         # the lanes into one customer together carry less than its demand
@@ -132,10 +221,16 @@ model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow
         return data
 
     def build_highspy(self, data: dict, matrix: MatrixModel) -> None:
+        handling = data.get("handling_cost", {})
         columns = {}
         for arc in data["arcs"]:
+            cost = arc["cost"] + handling.get(arc["to"], 0)  # the fee is paid on the way into a hub
             columns[_arc_key(arc)] = matrix.add_var(f"flow[{arc['from']},{arc['to']}]", 0.0, arc["capacity"],
-                                                    cost=arc["cost"])
+                                                    cost=cost)
+        for i, j, fixed in data.get("fixed_cost", ()):
+            capacity = next(arc["capacity"] for arc in data["arcs"] if _arc_key(arc) == (i, j))
+            used = matrix.add_var(f"open[{i},{j}]", 0.0, 1.0, cost=fixed, integer=True)
+            matrix.add_row({columns[i, j]: 1.0, used: -float(capacity)}, upper=0.0, name=f"open_lane[{i},{j}]")
 
         def net_outflow(node: str) -> dict[int, float]:
             coefficients: dict[int, float] = {}
@@ -152,6 +247,9 @@ model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow
             matrix.add_row(net_outflow(h), lower=0.0, upper=0.0, name=f"balance[{h}]")
         for c in data["customers"]:
             matrix.add_row(net_outflow(c), upper=-data["demand"][c], name=f"demand[{c}]")
+        for h, limit in data.get("hub_capacity", {}).items():
+            matrix.add_row({column: 1.0 for (_, j), column in columns.items() if j == h}, upper=limit,
+                           name=f"hub_capacity[{h}]")
 
     def constraint_rows(self, data: dict, x: dict):
         flow = x["flow"]
@@ -169,9 +267,20 @@ model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow
             yield Row(f"demand[{c}]", -net_outflow(c), ">=", data["demand"][c])
         for arc in data["arcs"]:
             yield Row(f"arc_capacity[{arc['from']},{arc['to']}]", flow[_arc_key(arc)], "<=", arc["capacity"])
+        if "fixed_cost" in data:
+            capacity = {_arc_key(arc): arc["capacity"] for arc in data["arcs"]}
+            for i, j, _ in data["fixed_cost"]:
+                yield Row(f"open_lane[{i},{j}]", flow[i, j], "<=", capacity[i, j] * x["open"][i, j])
+        for h, limit in data.get("hub_capacity", {}).items():
+            yield Row(f"hub_capacity[{h}]", sum(v for (_, j), v in flow.items() if j == h), "<=", limit)
 
     def objective_value(self, data: dict, x: dict) -> float:
-        return sum(arc["cost"] * x["flow"][_arc_key(arc)] for arc in data["arcs"])
+        total = sum(arc["cost"] * x["flow"][_arc_key(arc)] for arc in data["arcs"])
+        for i, j, fixed in data.get("fixed_cost", ()):
+            total += fixed * x["open"][i, j]
+        for (_, j), value in x["flow"].items():
+            total += data.get("handling_cost", {}).get(j, 0) * value
+        return total
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
         unit = scenario.words["unit"]
@@ -179,7 +288,7 @@ model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
-        unit = words["unit"]
+        unit, hub_word = words["unit"], words["hub_word"]
         plants, hubs, customers = data["plants"], data["hubs"], data["customers"]
         intro = {
             "retail": f"{words['company'].capitalize()} ships from its factories ({join_names(plants)}) through "
@@ -189,10 +298,31 @@ model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow
             "relief": f"{words['company'].capitalize()} routes supplies from {join_names(plants)} through the "
                       f"staging areas {join_names(hubs)} to {join_names(customers)}.",
         }[scenario.key]
-        rules = (f"Intermediate {words['hub_word']}s neither produce nor keep goods: what arrives leaves. Every "
+        rules = (f"Intermediate {hub_word}s neither produce nor keep goods: what arrives leaves. Every "
                  f"lane has a cost per {unit} and a capacity.")
+        listed = representation != "file"
+        extra = []  # the optional rules, stated in words in every representation
+        if "fixed_cost" in data:
+            fixed = ("; ".join(f"{i} to {j} ${fmt(amount)}" for i, j, amount in data["fixed_cost"])
+                     if representation == "text" else "")
+            where = {"text": f": {fixed}", "table": " (the fixed cost column below)",
+                     "file": " (given for the lanes that have one)"}[representation]
+            extra.append(f"Some lanes have a fixed cost: using such a lane at all costs a fixed amount, however "
+                         f"much it carries{where}. The other lanes have none.")
+        if "hub_capacity" in data:
+            limits = "; ".join(f"{h} at most {fmt(limit)} {unit}s" for h, limit in data["hub_capacity"].items())
+            extra.append(f"Some {hub_word}s can handle only a limited amount in total"
+                         + (f": {limits}." if listed else " (given per limited hub)."))
+        if "handling_cost" in data:
+            fees = "; ".join(f"{h} ${fmt(fee)}" for h, fee in data["handling_cost"].items())
+            extra.append(f"Every {unit} passing through a {hub_word} costs a handling fee"
+                         + (f": {fees}." if listed else " (given per hub)."))
+        costs = ["transport"] + (["handling"] if "handling_cost" in data else []) + (
+            ["fixed lane"] if "fixed_cost" in data else [])
+        what = "transport cost" if len(costs) == 1 else f"cost ({join_names(costs)} costs)"
         question = (f"How much should travel on each lane to meet every {words['customer_word']}'s demand at the "
-                    "lowest total transport cost, and what is that cost? Fractional amounts are allowed.")
+                    f"lowest total {what}, and what is that cost? Fractional amounts are allowed.")
+        extra_text = "".join(f" {rule}" for rule in extra)
         if representation == "text":
             parts = [intro, rules]
             parts.append("Supplies: " + "; ".join(f"{p} can send up to {fmt(data['supply'][p])} {unit}s"
@@ -201,31 +331,59 @@ model.arc_capacity = pyo.Constraint(model.A, rule=lambda model, i, j: model.flow
                                                 for c in customers) + ".")
             parts.append("Lanes: " + "; ".join(f"{a['from']} to {a['to']} costs ${fmt(a['cost'])} per {unit}, at "
                                               f"most {fmt(a['capacity'])} {unit}s" for a in data["arcs"]) + ".")
+            parts += extra
             parts.append(question)
             return " ".join(parts)
         if representation == "table":
             nodes = markdown_table(["location", "role", f"supply ({unit}s)", f"demand ({unit}s)"],
                                    [[p, words["plant_word"], data["supply"][p], ""] for p in plants]
-                                   + [[h, words["hub_word"], "", ""] for h in hubs]
+                                   + [[h, hub_word, "", ""] for h in hubs]
                                    + [[c, words["customer_word"], "", data["demand"][c]] for c in customers])
-            lanes = markdown_table(["from", "to", f"cost ($/{unit})", f"capacity ({unit}s)"],
-                                   [[a["from"], a["to"], a["cost"], a["capacity"]] for a in data["arcs"]])
-            return f"{intro} {rules}\n\n{nodes}\n\nLanes:\n\n{lanes}\n\n{question}"
+            headers = ["from", "to", f"cost ($/{unit})", f"capacity ({unit}s)"]
+            rows = [[a["from"], a["to"], a["cost"], a["capacity"]] for a in data["arcs"]]
+            if "fixed_cost" in data:
+                charged = {(i, j): amount for i, j, amount in data["fixed_cost"]}
+                headers.append("fixed cost ($)")
+                rows = [row + [charged.get((row[0], row[1]), "none")] for row in rows]
+            lanes = markdown_table(headers, rows)
+            return f"{intro} {rules}{extra_text}\n\n{nodes}\n\nLanes:\n\n{lanes}\n\n{question}"
         if representation == "file":
-            return f"{intro} {rules}\n\n{describe_data_file(self.data_fields)}\n\n{question}"
+            fields = {key: meaning for key, meaning in self.data_fields.items()
+                      if key in data or "(only when" not in meaning}
+            return f"{intro} {rules}{extra_text}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 
     def formulation(self, data: dict) -> str:
+        sets = "plants $P$, hubs $H$, customers $C$, arcs $A$"
+        parameters = "supply $s_p$, demand $d_c$, arc cost $c_a$, arc capacity $u_a$"
+        variables = "$x_a \\ge 0$, units on arc $a$"
+        objective = "\\sum_{a \\in A} c_a x_a"
+        capacity = "& 0 \\le x_a \\le u_a && \\forall a \\in A"
+        rows = [
+            "\\text{s.t.}\\ & \\sum_{a \\in \\delta^+(p)} x_a - \\sum_{a \\in \\delta^-(p)} x_a \\le s_p && \\forall p \\in P",
+            "& \\sum_{a \\in \\delta^+(h)} x_a - \\sum_{a \\in \\delta^-(h)} x_a = 0 && \\forall h \\in H",
+            "& \\sum_{a \\in \\delta^-(c)} x_a - \\sum_{a \\in \\delta^+(c)} x_a \\ge d_c && \\forall c \\in C",
+        ]
+        if "handling_cost" in data:
+            parameters += ", handling fee $g_h$ per unit entering hub $h$"
+            objective += " + \\sum_{h \\in H} g_h \\sum_{a \\in \\delta^-(h)} x_a"
+        if "fixed_cost" in data:
+            parameters += ", fixed lane cost $f_a$"
+            sets += ", lanes with a fixed cost $F \\subseteq A$"
+            variables += "; $y_a \\in \\{0, 1\\}$, 1 when arc $a \\in F$ is used"
+            objective += " + \\sum_{a \\in F} f_a y_a"
+        rows.append(capacity)
+        if "fixed_cost" in data:
+            rows.append("& x_a \\le u_a y_a && \\forall a \\in F")
+        if "hub_capacity" in data:
+            sets += ", limited hubs $L \\subseteq H$"
+            parameters += ", hub throughput limit $q_h$"
+            rows.append("& \\sum_{a \\in \\delta^-(h)} x_a \\le q_h && \\forall h \\in L")
         return (
-            "**Sets**: plants $P$, hubs $H$, customers $C$, arcs $A$; "
-            "$\\delta^+(n)$ and $\\delta^-(n)$ are the arcs leaving and entering node $n$.\n\n"
-            "**Parameters**: supply $s_p$, demand $d_c$, arc cost $c_a$, arc capacity $u_a$.\n\n"
-            "**Variables**: $x_a \\ge 0$, units on arc $a$.\n\n"
-            "$$\n\\begin{aligned}\n\\min\\ & \\sum_{a \\in A} c_a x_a \\\\\n"
-            "\\text{s.t.}\\ & \\sum_{a \\in \\delta^+(p)} x_a - \\sum_{a \\in \\delta^-(p)} x_a \\le s_p && \\forall p \\in P \\\\\n"
-            "& \\sum_{a \\in \\delta^+(h)} x_a - \\sum_{a \\in \\delta^-(h)} x_a = 0 && \\forall h \\in H \\\\\n"
-            "& \\sum_{a \\in \\delta^-(c)} x_a - \\sum_{a \\in \\delta^+(c)} x_a \\ge d_c && \\forall c \\in C \\\\\n"
-            "& 0 \\le x_a \\le u_a && \\forall a \\in A\n\\end{aligned}\n$$"
+            f"**Sets**: {sets}; $\\delta^+(n)$ and $\\delta^-(n)$ are the arcs leaving and entering node $n$.\n\n"
+            f"**Parameters**: {parameters}.\n\n"
+            f"**Variables**: {variables}.\n\n"
+            f"$$\n\\begin{{aligned}}\n\\min\\ & {objective} \\\\\n" + " \\\\\n".join(rows) + "\n\\end{aligned}\n$$"
         )
 
 
