@@ -508,6 +508,13 @@ def _block_paths(out: Path, split: str, block: int) -> dict[str, Path]:
 
 # ------------------------------------------------------------------------------------ sharded tasks
 
+def round_folder(out: Path, split: str, block: int, blocks: list[tuple[str, int]]) -> Path:
+    """Where the executor of the round that starts at (split, block) logs and keeps its completion markers;
+    the name carries a digest of the round's blocks, so a different plan never reuses another's markers."""
+    digest = hashlib.sha256(json.dumps(blocks).encode()).hexdigest()[:10]
+    return Path(out) / "blocks" / "executor" / f"{split}-{block:05d}-{digest}"
+
+
 def _raw_path(out: Path, split: str, block: int) -> Path:
     """A block's task results as verified, before duplicates are dropped and before the cut at `n`."""
     return Path(out) / "blocks" / "raw" / f"{split}-{block:05d}.jsonl"
@@ -570,20 +577,21 @@ PRIOR_KEEP_RATE = 0.75  # the share of candidates kept, before a split has shown
 
 
 def plan_round(config: SynthConfig, out: Path, split: str, block: int, remaining: int, keep_rate: float | None,
-               tasks: int, with_eval: bool = False) -> list[tuple[str, int]]:
+               tasks: int) -> list[tuple[str, int]]:
     """The blocks one round verifies: from `block` on, enough for `remaining` more problems at the split's
-    keep rate so far (a prior when it has none) with a tenth to spare, and at least one per task; in the
-    first train round also the eval split's first blocks, so one round usually covers both splits. Blocks
-    whose results or final files exist are left out."""
+    keep rate so far (a prior when it has none) with a tenth to spare, and at least one per task; the first
+    train round (from block 0) also takes the eval split's first blocks, so one round usually covers both
+    splits. The plan depends only on what was merged before it (blocks a killed round finished are in it
+    and skipped by their task), so a rerun plans the same round and finds its completion markers."""
     def wanted(split_: str, first: int, left: int, rate: float | None) -> list[tuple[str, int]]:
         per_block = max(rate if rate is not None else PRIOR_KEEP_RATE, 0.02) * config.block_size
         count = max(1, -(-int(left * 1.1) // max(1, int(per_block))))
         limit = (1000 * max(left, 1) + 10_000) // config.block_size + 1  # synthesize's give-up bound
         return [(split_, b) for b in range(first, first + min(count, limit))
-                if not _raw_path(out, split_, b).is_file() and not _block_paths(out, split_, b)["marker"].is_file()]
+                if not _block_paths(out, split_, b)["marker"].is_file()]
 
     blocks = wanted(split, block, remaining, keep_rate)
-    if with_eval and split == "train" and config.eval_n > 0:
+    if split == "train" and block == 0 and config.eval_n > 0:
         blocks += wanted("eval", 0, config.eval_n, keep_rate)
     while len(blocks) < tasks:  # every task gets a block: spare blocks are used if the split falls short
         last_split, last = blocks[-1] if blocks else (split, block - 1)
@@ -604,11 +612,10 @@ class _ShardedResults:
         path = _raw_path(self.out, split, block)
         if not path.is_file():
             rate = kept / seen if seen >= 32 else None
-            blocks = plan_round(self.config, self.out, split, block, target - kept, rate, self.sharding.tasks,
-                                with_eval=self.rounds == 0)
+            blocks = plan_round(self.config, self.out, split, block, target - kept, rate, self.sharding.tasks)
             self.rounds += 1
             task = BlockTask(self.config, self.out, blocks, self.sharding.workers)
-            logging_dir = self.out / "blocks" / "executor" / f"{split}-{block:05d}"
+            logging_dir = round_folder(self.out, split, block, blocks)
             with _RoundProgress(self.out, blocks, split, kept, target, rejected, seen, self.on_progress):
                 self.sharding.run([task], logging_dir)
             if not path.is_file():

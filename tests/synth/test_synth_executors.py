@@ -103,7 +103,7 @@ def test_slurm_dry_run_renders_the_submission_and_its_array_tasks_give_the_same_
                                       "--set", "run.executor.venv=/shared/trex/.venv/bin/activate", *SMALL])
     assert result.exit_code == 0, result.output
     assert "not submitted" in " ".join(result.output.split())
-    logging_dir = out / "blocks" / "executor" / "train-00000"
+    (logging_dir,) = (out / "blocks" / "executor").glob("train-00000-*")  # the first round's folder
     script = (logging_dir / "launch_script.slurm").read_text()
     for line in ("#SBATCH --array=0-2", "#SBATCH --partition=cpu", "#SBATCH --cpus-per-task=2",
                  "source /shared/trex/.venv/bin/activate", "launch_pickled_pipeline"):
@@ -143,8 +143,8 @@ def test_ray_local_mode_runs_the_same_pipeline(one_task_small, tmp_path):
     run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert records(out) == records(one_task_small)
-    assert sorted(p.name for p in (out / "blocks" / "executor" / "train-00000" / "completions").iterdir()) == \
-        ["00000", "00001"]
+    (first_round,) = (out / "blocks" / "executor").glob("train-00000-*")
+    assert sorted(p.name for p in (first_round / "completions").iterdir()) == ["00000", "00001"]
 
 
 def test_bad_executor_settings_are_one_line_before_any_work(tmp_path):

@@ -56,13 +56,13 @@ def sharding_for(config, settings, out: Path):
 def render_first_round(config, settings, out: Path) -> Path:
     """`--dry-run` with the Slurm executor: write the first round's submission (sbatch script, pickled
     executor, ranks to run) under `out/blocks/executor/` without submitting it; returns the script."""
-    from data_synth.synthesis import BlockTask, plan_round
+    from data_synth.synthesis import BlockTask, plan_round, round_folder
     from trex_cli.executors import run_pipeline
 
     sharding = sharding_for(config, settings, out)
-    blocks = plan_round(config, out, "train", 0, config.n, None, settings.tasks, with_eval=True)
+    blocks = plan_round(config, out, "train", 0, config.n, None, settings.tasks)
     task = BlockTask(config, out, blocks, sharding.workers if sharding else 1)
-    run = run_pipeline([task], tasks=settings.tasks, logging_dir=out / "blocks" / "executor" / "train-00000",
+    run = run_pipeline([task], tasks=settings.tasks, logging_dir=round_folder(out, "train", 0, blocks),
                        settings=settings, dry_run=True)
     return run.launch_script
 
