@@ -145,6 +145,47 @@ def test_check_2_fails_when_cbc_disagrees_with_the_objective_highs_found():
     assert not check_second_solver(matrix, "infeasible", None, 30.0, {}).passed
 
 
+def fixed_charge_with_minimum_loads() -> MatrixModel:
+    """Two plants, three wholesalers; shipping on a route costs per unit plus a fixed charge, and a used
+    route must carry a minimum load (x <= M y and x >= L y). The optimum is 2940 (HiGHS, and CBC without
+    preprocessing): Alpha ships 220 to wholesaler 2 (880 + 230), Beta ships 60 to wholesaler 1 (900 + 420)
+    and 200 to wholesaler 3 (400 + 110). CBC 2.10's preprocessing ends "optimal" at 3251 on it."""
+    supply = {"alpha": 250, "beta": 380}
+    demand = {"w1": 60, "w2": 220, "w3": 200}
+    unit = {"alpha": {"w1": 19, "w2": 4, "w3": 20}, "beta": {"w1": 15, "w2": 3, "w3": 2}}
+    fixed = {"alpha": {"w1": 150, "w2": 230, "w3": 240}, "beta": {"w1": 420, "w2": 480, "w3": 110}}
+    least = {"w1": 22, "w2": 81, "w3": 74}
+    matrix = MatrixModel("min")
+    ship = {(s, c): matrix.add_var(f"ship[{s},{c}]", cost=unit[s][c]) for s in supply for c in demand}
+    use = {(s, c): matrix.add_var(f"use[{s},{c}]", 0, 1, cost=fixed[s][c], integer=True)
+           for s in supply for c in demand}
+    for s in supply:
+        matrix.add_row({ship[s, c]: 1.0 for c in demand}, upper=supply[s])
+    for c in demand:
+        matrix.add_row({ship[s, c]: 1.0 for s in supply}, lower=demand[c], upper=demand[c])
+    for s in supply:
+        for c in demand:
+            matrix.add_row({ship[s, c]: 1.0, use[s, c]: -min(supply[s], demand[c])}, upper=0.0)
+            matrix.add_row({ship[s, c]: 1.0, use[s, c]: -least[c]}, lower=0.0)
+    return matrix
+
+
+def test_check_2_re_solves_a_cbc_disagreement_without_preprocessing():
+    matrix = fixed_charge_with_minimum_loads()
+    highs = matrix.solve()
+    assert highs.status == "optimal" and highs.objective == pytest.approx(2940.0, abs=1e-6)
+    assert solve_matrix_cbc(matrix, preprocess=False).objective == pytest.approx(2940.0, abs=1e-6)
+    preprocessed = solve_matrix_cbc(matrix)
+    check = check_second_solver(matrix, "optimal", highs.objective, 30.0, {})
+    assert check.passed, check.detail
+    if preprocessed.objective != pytest.approx(2940.0, abs=1e-6):  # the CBC PuLP ships: 3251
+        assert "re-solved with preprocessing and cuts off" in check.detail
+        assert f"{preprocessed.objective!r}" in check.detail
+    # a disagreement that survives the re-solve still rejects, and says a re-solve happened
+    wrong = check_second_solver(matrix, "optimal", 2900.0, 30.0, {})
+    assert not wrong.passed and "re-solved" in wrong.detail
+
+
 def test_a_correct_instance_records_both_solvers_and_the_statement_check(sandbox):
     family, data = production_mix()
     statement = family.render_statement(data, family.scenarios[0], "text")
