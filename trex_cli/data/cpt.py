@@ -12,7 +12,7 @@ tokens have no earlier token of their document to be predicted from.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -56,6 +56,46 @@ def pack_documents(
     positions = np.where(continues, positions - positions[:, :1], positions).astype(np.int32)
     loss_mask = (positions != 0).astype(np.int8)
     return input_ids, positions, loss_mask, len(flat) - used
+
+
+def pack_in_chunks(
+    lengths: np.ndarray,
+    order: np.ndarray,
+    seq_len: int,
+    read_tokens: Callable[[int, int, int], np.ndarray],
+    rows_per_chunk: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """`pack_documents`' rows, `rows_per_chunk` at a time, reading only the tokens each chunk needs:
+    `read_tokens(document, start, stop)` gives tokens `[start, stop)` of a document whose length is
+    `lengths[document]`. Rows are cut and positioned exactly as `pack_documents` cuts them: a chunk
+    starts at a row start, where a document that began earlier restarts at position 0 anyway."""
+    ordered_lengths = lengths[order].astype(np.int64)
+    ends = np.cumsum(ordered_lengths)
+    rows = int(ends[-1]) // seq_len if len(ends) else 0
+    for first_row in range(0, rows, rows_per_chunk):
+        last_row = min(rows, first_row + rows_per_chunk)
+        begin, end = first_row * seq_len, last_row * seq_len
+        first = int(np.searchsorted(ends, begin, side="right"))  # the document holding token `begin`
+        last = int(np.searchsorted(ends, end, side="left"))  # ... and token `end - 1`
+        tokens, positions, documents = [], [], []
+        for k in range(first, last + 1):
+            start_of_document = int(ends[k] - ordered_lengths[k])
+            lo, hi = max(begin, start_of_document) - start_of_document, min(end, int(ends[k])) - start_of_document
+            tokens.append(read_tokens(int(order[k]), lo, hi))
+            positions.append(np.arange(lo, hi, dtype=np.int64))
+            documents.append(np.full(hi - lo, k, dtype=np.int64))
+        count = last_row - first_row
+        input_ids = np.concatenate(tokens).astype(np.int32, copy=False).reshape(count, seq_len)
+        position = np.concatenate(positions).reshape(count, seq_len)
+        document_of_token = np.concatenate(documents).reshape(count, seq_len)
+        continues = document_of_token == document_of_token[:, :1]
+        position = np.where(continues, position - position[:, :1], position).astype(np.int32)
+        yield input_ids, position, (position != 0).astype(np.int8)
+
+
+def tail_tokens(lengths: np.ndarray, order: np.ndarray, seq_len: int) -> int:
+    """The tokens of the ordered documents that do not fill a last row."""
+    return int(lengths[order].sum()) % seq_len if len(order) else 0
 
 
 def _encode_documents(tokenizer, documents: list[Document], batch: int = 8192) -> list[np.ndarray]:
