@@ -4,6 +4,7 @@ streamed build gives the rows of the same steps run in memory."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -148,3 +149,84 @@ def test_row_writer_folder_loads_like_save_rows(tmp_path):
         assert chunked[column] == whole[column]
     empty = RowWriter(tmp_path / "empty")
     assert empty.close() == 0 and datasets.load_from_disk(str(tmp_path / "empty")).num_rows == 0
+
+
+def _in_memory_reference(config, sources):
+    """The CPT rows built the in-memory way from the same functions: every document, every token
+    array and every row held at once (the build before it streamed)."""
+    from trex_cli.data import build
+    from trex_cli.data.cpt import pack_documents
+    from trex_cli.data.mixing import mix_by_shares
+    from trex_cli.data.normalize import normalize_text
+    from trex_cli.data.readers import BadInput, read_documents
+    from trex_cli.data.tokenizer import train_tokenizer
+
+    exclusions = ExclusionLog()
+    bad = BadInput(exclusions, config.skip_bad)
+    documents = []
+    for source in sources:
+        for document in read_documents(source, bad):
+            document.text = normalize_text(document.text)
+            documents.append(document)
+    kept = clean(documents, lambda d: d.text, config, None, exclusions, WordHasher())
+    tokenizer = train_tokenizer([d.text for d in kept], config.vocab_size)
+    arrays = [np.array([tokenizer.bos_token_id] + ids + [tokenizer.eos_token_id], dtype=np.int32)
+              for ids in tokenizer.encode_many([d.text for d in kept])]
+    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
+    rng = np.random.default_rng(config.seed)
+    train, validation = build.split_validation(lengths, config.validation_share, config.cpt.seq_len, rng)
+    rows = {}
+    for split, items, max_upsample, total in (
+        ("train", train, config.max_upsample, config.cpt.total_tokens), ("validation", validation, 1.0, 0)
+    ):
+        by_source = {s.path: [int(i) for i in items if kept[i].source == s.path] for s in sources}
+        mix = mix_by_shares({name: lengths[np.array(ix, dtype=np.int64)] for name, ix in by_source.items()},
+                            {s.path: s.share for s in sources}, total, max_upsample, rng)
+        order = np.array([by_source[s.path][i] for s in sources for i in mix[s.path].selected], dtype=np.int64)
+        order = order[rng.permutation(len(order))]
+        rows[split] = pack_documents(arrays, order, config.cpt.seq_len)
+    return rows, exclusions, len(documents), len(kept)
+
+
+@pytest.mark.parametrize("chunk_tokens", [40, 1 << 23])
+def test_streamed_build_equals_the_in_memory_build(chunk_tokens, tmp_path, monkeypatch):
+    import datasets
+
+    from trex_cli.data import cpt
+    from trex_cli.data.config import CptSection, SourceSpec
+
+    monkeypatch.setattr(cpt, "CHUNK_TOKENS", chunk_tokens)  # 40: a chunk of one 32-token row
+    documents = _corpus_with_planted_copies(11, 150)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    # three sources, one a folder of several files with a malformed line
+    for part in range(3):
+        lines = [json.dumps({"id": d.id, "text": d.text}) for d in documents[part * 30 : part * 30 + 30]]
+        (corpus / f"part-{part}.jsonl").write_text("\n".join(lines + (["{not json"] if part == 1 else [])) + "\n")
+    for name, chunk in (("a.jsonl", documents[90:150]), ("b.jsonl", documents[150:])):
+        (tmp_path / name).write_text("".join(json.dumps({"text": d.text}) + "\n" for d in chunk))
+    config = DataConfig(
+        vocab_size=400, skip_bad=True, validation_share=0.1,
+        cpt=CptSection(
+            sources=[SourceSpec(str(corpus), 0.5), SourceSpec(str(tmp_path / "a.jsonl"), 0.3),
+                     SourceSpec(str(tmp_path / "b.jsonl"), 0.2)],
+            seq_len=32, total_tokens=12000,
+        ),
+    )
+    out = tmp_path / "data" / "cpt"
+    stats = cpt.build_cpt(config, out, tmp_path, show_progress=False)
+    expected, exclusions, read, kept = _in_memory_reference(config, config.cpt.sources)
+    assert (stats["documents_read"], stats["documents_kept"]) == (read, kept)
+    assert stats["drops_by_reason"] == exclusions.by_reason() and exclusions.counts["near_duplicate"] > 5
+    excluded = [json.loads(line) for line in (out / "exclusions.jsonl").read_text().splitlines()]
+    assert [(r["reason"], r["where"]) for r in excluded] == [(r["reason"], r["where"]) for r in exclusions.rows]
+    for split in ("train", "validation"):
+        loaded = datasets.load_from_disk(str(out / split))
+        ids, positions, mask, tail = expected[split]
+        assert len(ids) > 0 and stats["splits"][split]["tail_tokens_dropped"] == tail
+        np.testing.assert_array_equal(np.array(loaded["input_ids"]), ids)
+        np.testing.assert_array_equal(np.array(loaded["position_ids"]), positions)
+        np.testing.assert_array_equal(np.array(loaded["loss_mask"]), mask)
+    # the scratch files are gone, beside and inside the output folder
+    assert sorted(p.name for p in out.parent.iterdir()) == ["cpt"]
+    assert not list(out.rglob("*.bin")) and not list(out.rglob("*.i32")) and not list(out.rglob("*.u64"))
