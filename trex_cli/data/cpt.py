@@ -148,21 +148,32 @@ class TextSpill:
             yield batch
 
 
-def _tokenize_to_file(tokenizer, spill: TextSpill, path: Path, batch: int = 4096) -> np.ndarray:
+def _tokenize_to_file(tokenizer, spill: TextSpill, path: Path, batch: int = 512) -> np.ndarray:
     """`[bos] + ids + [eos]` of every spilled text appended to `path` as int32; returns the int64
-    offsets (document i is tokens `[offsets[i], offsets[i+1])`)."""
-    prefix = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    suffix = [tokenizer.eos_token_id]
+    offsets (document i is tokens `[offsets[i], offsets[i+1])`). Batches are small: the tokenizer
+    returns Python lists, about 36 bytes per token while a batch is in flight."""
+    bos = tokenizer.bos_token_id
+    extra = 1 if bos is None else 2
     offsets = np.zeros(spill.count + 1, dtype=np.int64)
     done = 0
     with open(path, "wb") as stream:
         for texts in spill.batches(batch):
-            encoded = [prefix + ids + suffix for ids in tokenizer.encode_many(texts)]
-            lengths = np.fromiter((len(ids) for ids in encoded), dtype=np.int64, count=len(encoded))
-            offsets[done + 1 : done + 1 + len(encoded)] = offsets[done] + np.cumsum(lengths)
-            stream.write(np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32,
-                                     count=int(lengths.sum())).tobytes())
-            done += len(encoded)
+            encoded = tokenizer.encode_many(texts)
+            lengths = np.fromiter((len(ids) + extra for ids in encoded), dtype=np.int64, count=len(encoded))
+            ends = np.cumsum(lengths)
+            flat = np.empty(int(ends[-1]), dtype=np.int32)
+            body = np.ones(len(flat), dtype=bool)
+            if bos is not None:
+                flat[ends - lengths] = bos
+                body[ends - lengths] = False
+            flat[ends - 1] = tokenizer.eos_token_id
+            body[ends - 1] = False
+            flat[body] = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32,
+                                     count=int(lengths.sum()) - extra * len(encoded))
+            del encoded
+            stream.write(flat.tobytes())
+            offsets[done + 1 : done + 1 + len(lengths)] = offsets[done] + ends
+            done += len(lengths)
     return offsets
 
 
