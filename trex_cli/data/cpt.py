@@ -7,6 +7,10 @@ row is dropped and counted. `position_ids` restart at 0 at every document start 
 start (a document cut by a row boundary continues in the next row from position 0), so the trainer
 can keep attention inside a document; `loss_mask` is 0 exactly where `position_ids` is 0, since those
 tokens have no earlier token of their document to be predicted from.
+
+The build streams (see `build_cpt`): memory follows the document count (tens of bytes to a few
+hundred per document: token counts, source numbers, dedup digests and band keys), not the corpus;
+texts, signatures and tokens wait in scratch files beside the output folder, removed at the end.
 """
 
 from __future__ import annotations
