@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-AREAS = ("synth", "data", "kernels", "model", "train", "eval", "plan")
+AREAS = ("synth", "data", "data_memory", "kernels", "model", "train", "eval", "plan")
 
 
 def machine_description() -> str:

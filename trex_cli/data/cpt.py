@@ -7,28 +7,48 @@ row is dropped and counted. `position_ids` restart at 0 at every document start 
 start (a document cut by a row boundary continues in the next row from position 0), so the trainer
 can keep attention inside a document; `loss_mask` is 0 exactly where `position_ids` is 0, since those
 tokens have no earlier token of their document to be predicted from.
+
+The build streams (see `build_cpt`): memory follows the document count (tens of bytes to a few
+hundred per document: token counts, source numbers, dedup digests and band keys), not the corpus;
+texts, signatures and tokens wait in scratch files beside the output folder, removed at the end.
 """
 
 from __future__ import annotations
 
+import array
+import itertools
+import os
+import shutil
+import tempfile
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from trex_cli.artifacts import StageState, write_json_atomic
 from trex_cli.data import build, dataset_card
-from trex_cli.data.cleaning import clean
+from trex_cli.data.cleaning import clean_streaming
 from trex_cli.data.config import DataConfig
 from trex_cli.data.decontaminate import BenchmarkIndex
 from trex_cli.data.exclusions import ExclusionLog
 from trex_cli.data.mixing import mix_by_shares
 from trex_cli.data.normalize import WordHasher, normalize_text
-from trex_cli.data.readers import BadInput, Document, read_documents
-from trex_cli.data.shards import save_rows, write_dataset_dict
+from trex_cli.data.readers import BadInput, Document, iter_documents
+from trex_cli.data.shards import RowWriter, write_dataset_dict
 from trex_cli.data.tokenizer import load_tokenizer, train_tokenizer
+
+CHUNK_TOKENS = 1 << 23  # tokens per packed chunk: about 100 MB of row arrays at a time
+
+
+def _timed(phase: build.PhaseTimer, name: str, chunks: Iterator) -> Iterator:
+    """`chunks`, with the time spent making each one counted under `name`."""
+    while True:
+        with phase(name):
+            chunk = next(chunks, None)
+        if chunk is None:
+            return
+        yield chunk
 
 
 def pack_documents(
@@ -58,15 +78,115 @@ def pack_documents(
     return input_ids, positions, loss_mask, len(flat) - used
 
 
-def _encode_documents(tokenizer, documents: list[Document], batch: int = 8192) -> list[np.ndarray]:
-    """`[bos] + ids + [eos]` per document, as int32 arrays."""
-    prefix = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
-    suffix = [tokenizer.eos_token_id]
-    arrays = []
-    for start in range(0, len(documents), batch):
-        for ids in tokenizer.encode_many([d.text for d in documents[start : start + batch]]):
-            arrays.append(np.array(prefix + ids + suffix, dtype=np.int32))
-    return arrays
+def pack_in_chunks(
+    lengths: np.ndarray,
+    order: np.ndarray,
+    seq_len: int,
+    read_tokens: Callable[[int, int, int], np.ndarray],
+    rows_per_chunk: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """`pack_documents`' rows, `rows_per_chunk` at a time, reading only the tokens each chunk needs:
+    `read_tokens(document, start, stop)` gives tokens `[start, stop)` of a document whose length is
+    `lengths[document]`. Rows are cut and positioned exactly as `pack_documents` cuts them: a chunk
+    starts at a row start, where a document that began earlier restarts at position 0 anyway."""
+    ordered_lengths = lengths[order].astype(np.int64)
+    ends = np.cumsum(ordered_lengths)
+    rows = int(ends[-1]) // seq_len if len(ends) else 0
+    for first_row in range(0, rows, rows_per_chunk):
+        last_row = min(rows, first_row + rows_per_chunk)
+        begin, end = first_row * seq_len, last_row * seq_len
+        first = int(np.searchsorted(ends, begin, side="right"))  # the document holding token `begin`
+        last = int(np.searchsorted(ends, end, side="left"))  # ... and token `end - 1`
+        tokens, positions, documents = [], [], []
+        for k in range(first, last + 1):
+            start_of_document = int(ends[k] - ordered_lengths[k])
+            lo, hi = max(begin, start_of_document) - start_of_document, min(end, int(ends[k])) - start_of_document
+            tokens.append(read_tokens(int(order[k]), lo, hi))
+            positions.append(np.arange(lo, hi, dtype=np.int64))
+            documents.append(np.full(hi - lo, k, dtype=np.int64))
+        count = last_row - first_row
+        input_ids = np.concatenate(tokens).astype(np.int32, copy=False).reshape(count, seq_len)
+        position = np.concatenate(positions).reshape(count, seq_len)
+        document_of_token = np.concatenate(documents).reshape(count, seq_len)
+        continues = document_of_token == document_of_token[:, :1]
+        position = np.where(continues, position - position[:, :1], position).astype(np.int32)
+        yield input_ids, position, (position != 0).astype(np.int8)
+
+
+def tail_tokens(lengths: np.ndarray, order: np.ndarray, seq_len: int) -> int:
+    """The tokens of the ordered documents that do not fill a last row."""
+    return int(lengths[order].sum()) % seq_len if len(order) else 0
+
+
+class TextSpill:
+    """The kept documents' stored texts in one file (8-byte length, UTF-8 bytes), written once while
+    cleaning streams and read back in order as often as needed (tokenizer training, tokenizing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.count = 0
+        self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+
+    def add(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self._file.write(len(data).to_bytes(8, "little"))
+        self._file.write(data)
+        self.count += 1
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __iter__(self) -> Iterator[str]:
+        with open(self.path, "rb", buffering=1 << 20) as stream:
+            while header := stream.read(8):
+                yield stream.read(int.from_bytes(header, "little")).decode("utf-8")
+
+    def batches(self, size: int) -> Iterator[list[str]]:
+        batch: list[str] = []
+        for text in self:
+            batch.append(text)
+            if len(batch) == size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def _tokenize_to_file(tokenizer, spill: TextSpill, path: Path, batch: int = 512) -> np.ndarray:
+    """`[bos] + ids + [eos]` of every spilled text appended to `path` as int32; returns the int64
+    offsets (document i is tokens `[offsets[i], offsets[i+1])`). Batches are small: the tokenizer
+    returns Python lists, about 36 bytes per token while a batch is in flight."""
+    bos = tokenizer.bos_token_id
+    extra = 1 if bos is None else 2
+    offsets = np.zeros(spill.count + 1, dtype=np.int64)
+    done = 0
+    with open(path, "wb") as stream:
+        for texts in spill.batches(batch):
+            encoded = tokenizer.encode_many(texts)
+            lengths = np.fromiter((len(ids) + extra for ids in encoded), dtype=np.int64, count=len(encoded))
+            ends = np.cumsum(lengths)
+            flat = np.empty(int(ends[-1]), dtype=np.int32)
+            body = np.ones(len(flat), dtype=bool)
+            if bos is not None:
+                flat[ends - lengths] = bos
+                body[ends - lengths] = False
+            flat[ends - 1] = tokenizer.eos_token_id
+            body[ends - 1] = False
+            flat[body] = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32,
+                                     count=int(lengths.sum()) - extra * len(encoded))
+            del encoded
+            stream.write(flat.tobytes())
+            offsets[done + 1 : done + 1 + len(lengths)] = offsets[done] + ends
+            done += len(lengths)
+    return offsets
+
+
+def _work_folder(out: Path) -> Path:
+    """A scratch folder beside `out` (not in it: the build streams its inputs before it may touch the
+    output folder, and a bad input must leave that folder as it was); removed when the build ends."""
+    out = Path(out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.work-", dir=out.parent))
 
 
 def build_cpt(
@@ -78,110 +198,127 @@ def build_cpt(
     save_recipe: Callable[[Path], object] | None = None,
 ) -> dict | None:
     """Build the CPT data folder `out`; returns the summary (also saved in stats.json), or None when
-    `out` holds this build finished already."""
+    `out` holds this build finished already.
+
+    The build streams: documents are read, normalized and cleaned one at a time and the kept texts go
+    to a scratch file; the tokenizer trains from that file, tokens go to a second one, and rows are
+    packed and written a chunk at a time. What stays in memory is per document and small (token
+    counts, source numbers, dedup keys), so peak memory follows the document count, not the corpus
+    size; the output is the in-memory build's, row for row."""
     started = time.perf_counter()
     plan = build.plan_build(config, "cpt", out, run_dir, force)
     config, sources, tokenizer_path, folder = plan.config, plan.sources, plan.tokenizer_path, plan.folder
-    seq_len = config.cpt.seq_len
     if build.finished_already(folder):
         return None
+    work = _work_folder(Path(out))
+    try:
+        return _build_cpt_streaming(config, Path(out), sources, tokenizer_path, folder, work, started,
+                                    show_progress, save_recipe)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
-    exclusions = ExclusionLog()
+
+def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, started, show_progress, save_recipe):
+    seq_len = config.cpt.seq_len
+    exclusions = ExclusionLog()  # bad input, as the readers meet it
+    cleaning_exclusions = ExclusionLog()  # drops of the cleaning pass, listed after the bad input
     bad = BadInput(exclusions, config.skip_bad)
     hasher = WordHasher()
     rng = np.random.default_rng(config.seed)
     phase = build.PhaseTimer()
-    with build.progress_bar(show_progress) as progress, ThreadPoolExecutor(max_workers=1) as background:
-        read_task = progress.add_task("reading sources", total=len(sources))
-        documents: list[Document] = []
-        read_counts: dict[str, int] = {}
-        with phase("read"):
-            for source in sources:
-                source_documents = read_documents(source, bad)
-                for document in source_documents:
-                    document.text = normalize_text(document.text)
-                read_counts[source.path] = len(source_documents)
-                documents.extend(source_documents)
-                progress.advance(read_task)
-
-        tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path is not None else None
-        all_encoded = None
-        if tokenizer is not None:
-            # The Rust tokenizer releases the GIL: tokenize every document on its threads while
-            # Python cleans them, then keep the arrays of the documents that survive.
-            all_encoded = background.submit(_encode_documents, tokenizer, documents)
-
-        with phase("clean"):
+    source_names = [s.path for s in sources]
+    source_number = {name: number for number, name in enumerate(source_names)}
+    with build.progress_bar(show_progress) as progress:
+        read_task = progress.add_task("reading + cleaning sources", total=len(sources))
+        read_counts: dict[str, int] = {name: 0 for name in source_names}
+        spill = TextSpill(work / "texts.bin")
+        kept_source = array.array("H")
+        with phase("read+clean"):
             benchmarks = (
                 BenchmarkIndex(config.decontaminate, config.decontaminate_ngram, hasher) if config.decontaminate else None
             )
-            clean_task = progress.add_task("dedup + decontamination", total=len(documents))
-            kept = clean(
-                documents, lambda d: d.text, config, benchmarks, exclusions, hasher,
-                advance=lambda n: progress.advance(clean_task, n),
-            )
-        if not kept:
+
+            def normalized() -> Iterator[Document]:
+                for source in sources:
+                    for document in iter_documents(source, bad):
+                        document.text = normalize_text(document.text)
+                        read_counts[source.path] += 1
+                        yield document
+                    progress.advance(read_task)
+
+            for document in clean_streaming(
+                normalized(), lambda d: d.text, config, benchmarks, cleaning_exclusions, hasher, work
+            ):
+                spill.add(document.text)
+                kept_source.append(source_number[document.source])
+            spill.close()
+        exclusions.rows.extend(cleaning_exclusions.rows)
+        exclusions.counts.update(cleaning_exclusions.counts)
+        documents_read = sum(read_counts.values())
+        if spill.count == 0:
             raise ValueError(
-                f"no documents left after cleaning ({len(documents)} read; dropped: {exclusions.by_reason()}); "
+                f"no documents left after cleaning ({documents_read} read; dropped: {exclusions.by_reason()}); "
                 "check the sources and exclusions"
             )
         state = folder.prepare()  # inputs are read and clean: now the output folder is touched
 
         with phase("tokenizer"):
-            saved_tokenizer = Path(out) / "tokenizer"
+            saved_tokenizer = out / "tokenizer"
+            tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path is not None else None
             if tokenizer is None and state is StageState.RESUME and (saved_tokenizer / "tokenizer.json").is_file():
                 tokenizer = load_tokenizer(saved_tokenizer)  # trained before the interruption
             elif tokenizer is None:
-                tokenizer = train_tokenizer((d.text for d in kept), config.vocab_size)
+                tokenizer = train_tokenizer(iter(spill), config.vocab_size)
             tokenizer.save(saved_tokenizer)
         with phase("tokenize"):
-            if all_encoded is not None:
-                position = {id(document): index for index, document in enumerate(documents)}
-                encoded = all_encoded.result()
-                token_arrays = [encoded[position[id(document)]] for document in kept]
-            else:
-                token_arrays = _encode_documents(tokenizer, kept)
-        lengths = np.fromiter((len(a) for a in token_arrays), dtype=np.int64, count=len(token_arrays))
+            token_file = work / "tokens.i32"
+            offsets = _tokenize_to_file(tokenizer, spill, token_file)
+            spill.path.unlink()
+        lengths = np.diff(offsets)
+        kept_source_numbers = np.frombuffer(kept_source, dtype=np.uint16)
 
         train_items, validation_items = build.split_validation(lengths, config.validation_share, seq_len, rng)
-        source_names = [s.path for s in sources]
         shares = {s.path: s.share for s in sources}
         split_rows = {}
         mixes = {}
         pack_task = progress.add_task("mixing + packing", total=2)
-        for split, items, max_upsample, total in (
-            ("train", train_items, config.max_upsample, config.cpt.total_tokens),
-            ("validation", validation_items, 1.0, 0),
-        ):
-            with phase("mix+pack"):
-                by_source = {name: [] for name in source_names}
-                for index in items:
-                    by_source[kept[index].source].append(int(index))
-                token_counts = {name: lengths[np.array(by_source[name], dtype=np.int64)] for name in source_names}
-                mix = mix_by_shares(token_counts, shares, total, max_upsample, rng)
-                order = np.array(
-                    [by_source[name][i] for name in source_names for i in mix[name].selected], dtype=np.int64
-                )
-                order = order[rng.permutation(len(order))]
-                input_ids, position_ids, loss_mask, tail = pack_documents(token_arrays, order, seq_len)
-            with phase("save"):
-                rows = save_rows(
-                    Path(out) / split,
-                    np.arange(len(input_ids) + 1, dtype=np.int64) * seq_len,
-                    input_ids.reshape(-1),
-                    loss_mask.reshape(-1),
-                    position_ids.reshape(-1),
-                )
-            split_rows[split] = {"rows": rows, "tokens": rows * seq_len, "tail_tokens_dropped": tail}
-            mixes[split] = mix
-            progress.advance(pack_task)
+        rows_per_chunk = max(1, CHUNK_TOKENS // seq_len)
+        with open(token_file, "rb") as tokens:
+
+            def read_tokens(document: int, start: int, stop: int) -> np.ndarray:
+                data = os.pread(tokens.fileno(), (stop - start) * 4, int(offsets[document] + start) * 4)
+                return np.frombuffer(data, dtype=np.int32)
+
+            for split, items, max_upsample, total in (
+                ("train", train_items, config.max_upsample, config.cpt.total_tokens),
+                ("validation", validation_items, 1.0, 0),
+            ):
+                with phase("mix"):
+                    items = np.asarray(items, dtype=np.int64)
+                    by_source = {name: items[kept_source_numbers[items] == number]
+                                 for number, name in enumerate(source_names)}
+                    token_counts = {name: lengths[by_source[name]] for name in source_names}
+                    mix = mix_by_shares(token_counts, shares, total, max_upsample, rng)
+                    order = np.concatenate(
+                        [by_source[name][np.asarray(mix[name].selected, dtype=np.int64)] for name in source_names]
+                    )
+                    order = order[rng.permutation(len(order))]
+                writer = RowWriter(out / split)
+                for chunk in _timed(phase, "pack", pack_in_chunks(lengths, order, seq_len, read_tokens, rows_per_chunk)):
+                    with phase("save"):
+                        writer.append(chunk[0], chunk[2], chunk[1])
+                with phase("save"):
+                    rows = writer.close()
+                tail = tail_tokens(lengths, order, seq_len)
+                split_rows[split] = {"rows": rows, "tokens": rows * seq_len, "tail_tokens_dropped": tail}
+                mixes[split] = mix
+                progress.advance(pack_task)
 
     wall = time.perf_counter() - started
-    kept_by_source = {name: 0 for name in source_names}
-    tokens_by_source = {name: 0 for name in source_names}
-    for index, document in enumerate(kept):
-        kept_by_source[document.source] += 1
-        tokens_by_source[document.source] += int(lengths[index])
+    kept_counts = np.bincount(kept_source_numbers, minlength=len(source_names))
+    kept_tokens = np.bincount(kept_source_numbers, weights=lengths, minlength=len(source_names))
+    kept_by_source = {name: int(kept_counts[number]) for number, name in enumerate(source_names)}
+    tokens_by_source = {name: int(kept_tokens[number]) for number, name in enumerate(source_names)}
     train_total = sum(m.tokens_selected for m in mixes["train"].values()) or 1
     source_rows = []
     for name in source_names:
@@ -199,7 +336,7 @@ def build_cpt(
                 "capped_by_max_upsample": train_mix.capped,
             }
         )
-    write_dataset_dict(Path(out), list(split_rows))
+    write_dataset_dict(out, list(split_rows))
     exclusions.write(Path(out) / "exclusions.jsonl")
     histogram = "lengths.png"
     dataset_card.write_histogram(Path(out) / histogram, lengths, seq_len, "CPT document lengths (after cleaning)", "document")
@@ -209,8 +346,8 @@ def build_cpt(
         "kind": "cpt",
         "out": str(out),
         "sources": source_rows,
-        "documents_read": len(documents),
-        "documents_kept": len(kept),
+        "documents_read": documents_read,
+        "documents_kept": spill.count,
         "drops_by_reason": exclusions.by_reason(),
         "splits": split_rows,
         "tokenizer": {"origin": tokenizer.origin, "vocab_size": tokenizer.vocab_size},
@@ -232,8 +369,8 @@ def build_cpt(
         save_recipe(Path(out))
     folder.finish(
         counts={
-            "documents_read": len(documents),
-            "documents_kept": len(kept),
+            "documents_read": documents_read,
+            "documents_kept": spill.count,
             "train_rows": split_rows["train"]["rows"],
             "validation_rows": split_rows["validation"]["rows"],
             "train_tokens": split_rows["train"]["tokens"],

@@ -12,7 +12,9 @@ which is much faster than feeding shingle strings to `MinHash.update` one at a t
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -20,6 +22,8 @@ from trex_cli.data.normalize import ngram_hashes
 
 _SCHEME = "affine64"
 _MAX_HASH = np.uint64((1 << 64) - 1)
+_FOLD = np.uint64(0x9E3779B97F4A7C15)
+_MIX = np.uint64(0xBF58476D1CE4E5B9)
 _BLOCK = 2048  # shingles per block when computing a signature, to bound memory on long documents
 
 
@@ -99,3 +103,120 @@ class Deduplicator:
         self._ids_by_key[key_in_index] = item_id
         self._lsh.insert(key_in_index, minhash, check_duplication=False)
         return None
+
+
+class SignatureFile:
+    """MinHash signatures appended to a file and read back by row: the index keeps none in memory
+    beyond a small write buffer, and reads with `pread`, so no mapped page counts in the RSS."""
+
+    def __init__(self, path: Path, num_permutations: int, buffer_rows: int = 4096) -> None:
+        self.path = Path(path)
+        self.width = num_permutations
+        self._file = open(self.path, "w+b")  # noqa: SIM115 - closed by close()
+        self._flushed = 0
+        self._pending: list[np.ndarray] = []
+        self._buffer_rows = buffer_rows
+
+    def __len__(self) -> int:
+        return self._flushed + len(self._pending)
+
+    def append(self, signature: np.ndarray) -> None:
+        self._pending.append(signature)
+        if len(self._pending) >= self._buffer_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._file.seek(0, os.SEEK_END)
+            self._file.write(np.stack(self._pending).astype(np.uint64, copy=False).tobytes())
+            self._file.flush()
+            self._flushed += len(self._pending)
+            self._pending = []
+
+    def __getitem__(self, row: int) -> np.ndarray:
+        if row >= self._flushed:
+            return self._pending[row - self._flushed]
+        size = self.width * 8
+        return np.frombuffer(os.pread(self._file.fileno(), size, row * size), dtype=np.uint64)
+
+    def close(self) -> None:
+        self._file.close()
+        self.path.unlink(missing_ok=True)
+
+
+class BandedDeduplicator(Deduplicator):
+    """The same decisions as `Deduplicator` in memory bounded by small per-document entries.
+
+    Exact dedup keeps its 16-byte digests. Near dedup keeps the signatures of kept documents in a file
+    (`SignatureFile`) and, per LSH band (datasketch's band and row counts for the threshold, as
+    `MinHashLSH` chooses them), a dict from a 64-bit key of the band's values to the first document
+    in that bucket (a list when there are more). The candidates are the kept documents sharing a band
+    with the new one, as `MinHashLSH.query` gives them; a candidate counts only when the signatures
+    agree on at least the threshold share of permutations. Among equally similar candidates the
+    earliest is named (`MinHashLSH` returns a set, whose order is arbitrary)."""
+
+    def __init__(self, work_folder: Path, **settings) -> None:
+        super().__init__(**settings)
+        self._signature_file = None
+        if self.near:
+            from datasketch.lsh import _optimal_param
+
+            self._bands, self._rows = _optimal_param(self.threshold, self.num_permutations, 0.5, 0.5)
+            self._buckets: list[dict[int, int | list[int]]] = [{} for _ in range(self._bands)]
+            self._signature_file = SignatureFile(Path(work_folder) / "signatures.u64", self.num_permutations)
+            self._kept_ids: list[str] = []
+            # a fixed odd multiplier per position folds a band's values into one 64-bit key
+            self._fold = (np.arange(self._rows, dtype=np.uint64) * np.uint64(2) + np.uint64(1)) * _FOLD
+
+    def band_keys(self, signature: np.ndarray) -> list[int]:
+        """One 64-bit key per band: equal bands give equal keys (other bands collide with chance
+        2^-64, which only adds a candidate that the similarity check then judges)."""
+        bands = signature[: self._bands * self._rows].reshape(self._bands, self._rows)
+        with np.errstate(over="ignore"):
+            mixed = bands * self._fold
+            mixed ^= mixed >> np.uint64(29)
+            mixed *= _MIX
+            keys = np.bitwise_xor.reduce(mixed, axis=1) + np.arange(self._bands, dtype=np.uint64)
+        return keys.tolist()
+
+    def check(self, item_id: str, word_hashes: np.ndarray) -> Duplicate | None:
+        if self.exact:
+            key = hashlib.blake2b(word_hashes.tobytes(), digest_size=16).digest()
+            first = self._exact_seen.get(key)
+            if first is not None:
+                return Duplicate("exact_duplicate", first, 1.0)
+            self._exact_seen[key] = item_id
+        if not self.near:
+            return None
+        signature = self.signature(word_hashes)
+        keys = self.band_keys(signature)
+        candidates: set[int] = set()
+        for bucket, key in zip(self._buckets, keys, strict=True):
+            found = bucket.get(key)
+            if isinstance(found, list):
+                candidates.update(found)
+            elif found is not None:
+                candidates.add(found)
+        best_row, best_similarity = None, 0.0
+        for row in sorted(candidates):
+            similarity = float(np.mean(self._signature_file[row] == signature))
+            if similarity > best_similarity:
+                best_row, best_similarity = row, similarity
+        if best_row is not None and best_similarity >= self.threshold:
+            return Duplicate("near_duplicate", self._kept_ids[best_row], round(best_similarity, 4))
+        row = len(self._signature_file)
+        self._signature_file.append(signature)
+        self._kept_ids.append(item_id)
+        for bucket, key in zip(self._buckets, keys, strict=True):
+            found = bucket.get(key)
+            if found is None:
+                bucket[key] = row
+            elif isinstance(found, list):
+                found.append(row)
+            else:
+                bucket[key] = [found, row]
+        return None
+
+    def close(self) -> None:
+        if self._signature_file is not None:
+            self._signature_file.close()

@@ -216,25 +216,31 @@ def _table_records(
 
 def read_documents(spec: SourceSpec, bad: BadInput) -> list[Document]:
     """All documents of one CPT source."""
+    return list(iter_documents(spec, bad))
+
+
+def iter_documents(spec: SourceSpec, bad: BadInput) -> Iterator[Document]:
+    """The documents of one CPT source, one at a time, in `read_documents`' order (a build that
+    streams holds one document, not the source)."""
     path = Path(spec.path)
     kind = source_kind(path)
     if kind == "synth":
         folder = path / "cpt_docs"
         if not folder.is_dir():
             raise ValueError(f"synth folder {path} has no cpt_docs/ (run `trex synth` with CPT documents on)")
-        documents: list[Document] = []
         for file in _jsonl_files(folder):
-            documents.extend(_documents_from_records(_jsonl_records(file, spec.path, bad, False), spec, bad))
-        return documents
+            yield from _documents_from_records(_jsonl_records(file, spec.path, bad, False), spec, bad)
+        return
     if kind in ("hub", "dataset"):
-        return list(_documents_from_records(_table_records(spec, required=_text_column(spec)), spec, bad))
+        yield from _documents_from_records(_table_records(spec, required=_text_column(spec)), spec, bad)
+        return
     if kind == "file":
-        return _documents_from_file(path, spec, bad)
-    documents = []
+        yield from _documents_from_file(path, spec, bad)
+        return
     ignored = []
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         if file.suffix.lower() in TEXT_SUFFIXES + MODEL_SUFFIXES + (".jsonl",):
-            documents.extend(_documents_from_file(file, spec, bad))
+            yield from _documents_from_file(file, spec, bad)
         elif not file.name.startswith("."):
             ignored.append(file.name)
     if ignored:
@@ -244,16 +250,15 @@ def read_documents(spec: SourceSpec, bad: BadInput) -> list[Document]:
             f"{path}: {len(ignored)} files of other types are not read (e.g. {', '.join(ignored[:3])}); "
             f"resource folders hold .md, .txt, .jsonl, .mps and .lp files (read data files as {HUB_PREFIX}{path})"
         )
-    return documents
 
 
-def _documents_from_file(file: Path, spec: SourceSpec, bad: BadInput) -> list[Document]:
+def _documents_from_file(file: Path, spec: SourceSpec, bad: BadInput) -> Iterable[Document]:
     source = spec.path
     suffix = file.suffix.lower()
     if suffix == ".jsonl":
-        return list(_documents_from_records(_jsonl_records(file, source, bad), spec, bad))
+        return _documents_from_records(_jsonl_records(file, source, bad), spec, bad)
     if suffix in TABLE_SUFFIXES:
-        return list(_documents_from_records(_table_records(spec, file, _text_column(spec)), spec, bad))
+        return _documents_from_records(_table_records(spec, file, _text_column(spec)), spec, bad)
     if suffix in TEXT_SUFFIXES:
         try:
             text = file.read_text(encoding="utf-8")

@@ -10,6 +10,7 @@ splits), and SFT splits carry the mask again under trl's name, `completion_mask`
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -78,3 +79,100 @@ def write_dataset_dict(folder: Path, splits: list[str]) -> None:
     from trex_cli.artifacts import write_json_atomic
 
     write_json_atomic(Path(folder) / "dataset_dict.json", {"splits": list(splits)})
+
+
+SHARD_BYTES = 500 << 20  # a new Arrow file after this many bytes of rows (what `save_to_disk` cuts at)
+
+
+class RowWriter:
+    """Rows appended chunk by chunk into a split folder in `save_to_disk`'s layout (Arrow stream files
+    `data-XXXXX-of-NNNNN.arrow`, `dataset_info.json`, `state.json`), so a split never needs to fit
+    in memory; `datasets.load_from_disk` reads it as it reads `save_rows`' folders. Written to a
+    temporary folder and renamed by `close()`, like `save_rows`."""
+
+    def __init__(self, folder: Path, mask_alias: str | None = None, shard_bytes: int = SHARD_BYTES) -> None:
+        import pyarrow as pa
+
+        self.folder = Path(folder)
+        self.mask_alias = mask_alias
+        self.shard_bytes = shard_bytes
+        self.rows = 0
+        self._temporary = self.folder.with_name(self.folder.name + ".partial")
+        shutil.rmtree(self._temporary, ignore_errors=True)
+        self._temporary.mkdir(parents=True)
+        names = [("input_ids", "int32"), ("loss_mask", "int8"), ("position_ids", "int32")]
+        if mask_alias:
+            names.append((mask_alias, "int8"))
+        self._features = {
+            name: {"feature": {"dtype": dtype, "_type": "Value"}, "_type": "List"} for name, dtype in names
+        }
+        metadata = {"huggingface": json.dumps({"info": {"features": self._features}})}
+        self._schema = pa.schema(
+            [pa.field(name, pa.list_(getattr(pa, dtype)())) for name, dtype in names], metadata=metadata
+        )
+        self._files: list[Path] = []
+        self._writer = None
+        self._written = 0
+
+    def append(self, input_ids: np.ndarray, loss_mask: np.ndarray, position_ids: np.ndarray) -> None:
+        """Append rows given as (rows, seq_len) arrays."""
+        import pyarrow as pa
+
+        rows, seq_len = input_ids.shape
+        if rows == 0:
+            return
+        offsets = np.arange(rows + 1, dtype=np.int64) * seq_len
+        columns = [
+            _list_column(offsets, input_ids.reshape(-1), pa.int32()),
+            _list_column(offsets, loss_mask.reshape(-1), pa.int8()),
+            _list_column(offsets, position_ids.reshape(-1), pa.int32()),
+        ]
+        if self.mask_alias:
+            columns.append(columns[1])
+        batch = pa.record_batch(columns, schema=self._schema)
+        if self._writer is None or self._written >= self.shard_bytes:
+            self._next_file()
+        self._writer.write_batch(batch)
+        self._written += batch.nbytes
+        self.rows += rows
+
+    def _next_file(self) -> None:
+        import pyarrow as pa
+
+        if self._writer is not None:
+            self._writer.close()
+        path = self._temporary / f"data-{len(self._files):05d}.arrow"
+        self._files.append(path)
+        self._writer = pa.ipc.new_stream(str(path), self._schema)
+        self._written = 0
+
+    def close(self) -> int:
+        """Finish the split; returns its row count."""
+        import hashlib
+
+        from trex_cli.artifacts import write_json_atomic
+
+        if self._writer is None:
+            self._next_file()  # an empty split still gets one (empty) shard, as `save_rows` gives it
+        self._writer.close()
+        names = []
+        for index, path in enumerate(self._files):
+            name = f"data-{index:05d}-of-{len(self._files):05d}.arrow"
+            path.rename(self._temporary / name)
+            names.append(name)
+        fingerprint = hashlib.blake2b(f"{self.folder.name}:{self.rows}:{names}".encode(), digest_size=8).hexdigest()
+        write_json_atomic(self._temporary / "state.json", {
+            "_data_files": [{"filename": name} for name in names],
+            "_fingerprint": fingerprint,
+            "_format_columns": None,
+            "_format_kwargs": {},
+            "_format_type": None,
+            "_output_all_columns": False,
+            "_split": None,
+        })
+        write_json_atomic(self._temporary / "dataset_info.json", {
+            "citation": "", "description": "", "features": self._features, "homepage": "", "license": "",
+        })
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self._temporary.rename(self.folder)
+        return self.rows
