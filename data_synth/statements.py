@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -403,6 +404,64 @@ def overlap_report(train_texts: Iterable[str], eval_texts: Iterable[str], n: int
         if eval_sets else 0.0,
         "train_texts_sharing_an_ngram": round(train_touched / train_count, 4) if train_count else 0.0,
     }
+
+
+def shared_ngrams(train_texts: Iterable[tuple[str, str]], eval_items: Iterable[tuple[str, str, str]],
+                  n: int = NGRAM) -> list[dict]:
+    """The n-grams eval items share with training, the most widely shared first: where the overlap of
+    `overlap_report` comes from. `train_texts` are (family, text) pairs, `eval_items` (id, family, text)
+    triples. Each row gives the n-gram, how many eval items (and which) and training texts hold it, the
+    families of each, and an example: the first eval item that holds it and the whole run of shared words around it
+    there (adjacent shared n-grams merged), which is usually the sentence to reword."""
+    items = [(item_id, family, _WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+             for item_id, family, text in eval_items]
+    item_grams = [_positions(tokens, n) for _, _, tokens in items]
+    wanted = set().union(*(set(grams) for grams in item_grams)) if item_grams else set()
+    train_families: dict[tuple[str, ...], Counter] = {}
+    for family, text in train_texts:
+        for gram in ngrams(text, n) & wanted:
+            train_families.setdefault(gram, Counter())[family] += 1
+    rows: dict[tuple[str, ...], dict] = {}
+    for (item_id, family, tokens), grams in zip(items, item_grams, strict=True):
+        shared_at = sorted(start for gram, starts in grams.items() if gram in train_families for start in starts)
+        spans = _merge_runs(shared_at, n, len(tokens))
+        for gram, starts in grams.items():
+            if gram not in train_families:
+                continue
+            row = rows.get(gram)
+            if row is None:
+                span = next((a, b) for a, b in spans if a <= starts[0] < b)
+                row = rows[gram] = {"ngram": " ".join(gram), "eval_items": 0, "eval_ids": [],
+                                    "eval_families": Counter(),
+                                    "train_texts": sum(train_families[gram].values()),
+                                    "train_families": train_families[gram], "example_id": item_id,
+                                    "example_family": family, "example_span": " ".join(tokens[span[0]:span[1]])}
+            row["eval_items"] += 1
+            row["eval_ids"].append(item_id)
+            row["eval_families"][family] += 1
+    return sorted(rows.values(), key=lambda row: (-row["eval_items"], -row["train_texts"], row["ngram"]))
+
+
+def _positions(tokens: list[str], n: int) -> dict[tuple[str, ...], list[int]]:
+    """n-gram -> its start positions (a text shorter than n words is one n-gram, as in `ngrams`)."""
+    if len(tokens) < n:
+        return {tuple(tokens): [0]} if tokens else {}
+    found: dict[tuple[str, ...], list[int]] = {}
+    for start in range(len(tokens) - n + 1):
+        found.setdefault(tuple(tokens[start:start + n]), []).append(start)
+    return found
+
+
+def _merge_runs(starts: list[int], n: int, length: int) -> list[tuple[int, int]]:
+    """The word spans covered by n-grams starting at `starts` (sorted), overlapping ones merged."""
+    spans: list[tuple[int, int]] = []
+    for start in starts:
+        end = min(start + n, length)
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
 
 
 def masked_skeleton(statement: str, names: Iterable[str]) -> str:
