@@ -118,6 +118,27 @@ _EVAL_SYNONYMS = (
 )
 GENERIC_PHRASINGS += tuple(Phrasing(rf"\b{word}\b", (word,), (synonym,)) for word, synonym in _EVAL_SYNONYMS)
 
+# Wordings of many families' fixed sentences that `trex synth --shared-ngrams` found shared by the splits
+# (`python -m data_synth.stats FOLDER --shared-ngrams`): eval writes them another way. Lookarounds keep
+# each rewrite to the uses where it reads right; British spellings become American ones for eval.
+_EVAL_REWORDINGS = (
+    (r"\bnext\b(?! to\b)", "next", "coming"), (r"\bthrough\b", "through", "via"),
+    (r"\bthe end of\b", "the end of", "the close of"), (r"\bwants\b", "wants", "would like"),
+    (r"\bthe number of\b", "the number of", "the count of"), (r"\bdollars\b", "dollars", "USD"),
+    (r"\bcandidate\b(?= [a-z])(?! (?:may|is|are|can|must|has|that|which|and|or|to|of|in)\b)", "candidate",
+     "prospective"),
+    (r"\bchoosing\b", "choosing", "selecting"), (r"\bdepends on\b", "depends on", "hinges on"),
+    (r"\bduring\b", "during", "throughout"), (r"\bcentre\b", "centre", "center"),
+    (r"\bcentres\b", "centres", "centers"), (r"\bmetres\b", "metres", "meters"),
+    (r"\bkilometres\b", "kilometres", "kilometers"), (r"\blitres\b", "litres", "liters"),
+    (r"\bprogramme\b", "programme", "program"), (r"\blabour\b", "labour", "labor"),
+    (r"\bwhich\b(?= [a-z]+s (?:to|should|shall|must)\b)", "which", "what"),
+    (r"\bcosts\b(?= (?:a|an|the|its|\$?\d)\b)", "costs", "incurs"), (r"\bpaid\b(?! for\b)", "paid", "settled"),
+    (r"\bseveral\b(?! of\b)", "several", "multiple"), (r"\bwilling to\b", "willing to", "prepared to"),
+    (r"\bmay be\b", "may be", "can be"),
+)
+GENERIC_PHRASINGS += tuple(Phrasing(pattern, (train,), (wording,)) for pattern, train, wording in _EVAL_REWORDINGS)
+
 OPENINGS = {
     "train": ("", "The following planning question comes from {industry}.",
               "Here is an optimization problem from {industry}.",
