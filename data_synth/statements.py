@@ -135,7 +135,14 @@ _EVAL_REWORDINGS = (
     (r"\bwhich\b(?= [a-z]+s (?:to|should|shall|must)\b)", "which", "what"),
     (r"\bcosts\b(?= (?:a|an|the|its|\$?\d)\b)", "costs", "incurs"), (r"\bpaid\b(?! for\b)", "paid", "settled"),
     (r"\bseveral\b(?! of\b)", "several", "multiple"), (r"\bwilling to\b", "willing to", "prepared to"),
-    (r"\bmay be\b", "may be", "can be"),
+    (r"\bmay be\b", "may be", "can be"), (r"\bin full\b", "in full", "entirely"),
+    (r"\bfixed\b(?= (?:amount|group|sum|number)\b)", "fixed", "set"), (r"\bin thousand\b", "in thousand",
+                                                                           "in thousands of"),
+    (r"\bthe largest\b", "the largest", "the biggest"), (r"\bplacing\b", "placing", "positioning"),
+    (r"\bmonth by month\b", "month by month", "one month at a time"), (r"\bahead of\b", "ahead of",
+                                                                         "in advance of"),
+    (r"\bis not listed\b", "is not listed", "is absent"), (r"\bdoing\b", "doing", "performing"),
+    (r"\bnot operated\b", "not operated", "not in operation"), (r"\bbudget of\b", "budget of", "budget totalling"),
 )
 GENERIC_PHRASINGS += tuple(Phrasing(pattern, (train,), (wording,)) for pattern, train, wording in _EVAL_REWORDINGS)
 
