@@ -385,13 +385,33 @@ def relayout_fields(text: str, layout: str) -> str:
                     + _markdown(["key", "meaning"], [[f"`{k}`", v] for k, v in fields]) + trailing)
         if layout == "prose":
             return ("The data come as an attached JSON file, `data.json`. "
-                    + " ".join(f"Its entry `{k}` holds the {v}." for k, v in fields) + trailing)
+                    + " ".join(f"Its entry `{k}`{_indexing(v, ',')} holds the {_meaning(v)}." for k, v in fields)
+                    + trailing)
         if layout == "definitions":
             return ("Input file `data.json` (attached), field by field:\n"
-                    + "\n".join(f"* `{k}` stands for: {v}" for k, v in fields) + trailing)
+                    + "\n".join(f"* `{k}`{_indexing(v, '')} stands for: {_meaning(v)}" for k, v in fields)
+                    + trailing)
         raise ValueError(f"unknown field layout {layout!r}")
 
     return _FIELDS.sub(replace, text)
+
+
+_INDEXED = re.compile(r"^\w+((?:\[\w+\])+): ")
+
+
+def _indexing(description: str, comma: str) -> str:
+    """The indices of a description written `cost[plant][market]: ...`, in words (" indexed by plant, then
+    market"): training writes the bracket form, whose words would otherwise run on into the meaning."""
+    match = _INDEXED.match(description)
+    if not match:
+        return ""
+    indices = re.findall(r"\[(\w+)\]", match.group(1))
+    words = f" indexed by {', then '.join(indices)}"
+    return f"{comma}{words}{comma}" if comma else f" ({words.strip()})"
+
+
+def _meaning(description: str) -> str:
+    return _INDEXED.sub("", description, count=1)
 
 
 # ---------------------------------------------------------------------------------- measuring them
