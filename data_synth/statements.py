@@ -30,6 +30,7 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -116,6 +117,34 @@ _EVAL_SYNONYMS = (
     ("cleaning", "washing"), ("handles", "processes"), ("runs", "operates"),
 )
 GENERIC_PHRASINGS += tuple(Phrasing(rf"\b{word}\b", (word,), (synonym,)) for word, synonym in _EVAL_SYNONYMS)
+
+# Wordings of many families' fixed sentences that `trex synth --shared-ngrams` found shared by the splits
+# (`python -m data_synth.stats FOLDER --shared-ngrams`): eval writes them another way. Lookarounds keep
+# each rewrite to the uses where it reads right; British spellings become American ones for eval.
+_EVAL_REWORDINGS = (
+    (r"\bnext\b(?! to\b)", "next", "coming"), (r"\bthrough\b", "through", "via"),
+    (r"\bthe end of\b", "the end of", "the close of"), (r"\bwants\b", "wants", "would like"),
+    (r"\bthe number of\b", "the number of", "the count of"), (r"\bdollars\b", "dollars", "USD"),
+    (r"\bcandidate\b(?= [a-z])(?! (?:may|is|are|can|must|has|that|which|and|or|to|of|in)\b)", "candidate",
+     "prospective"),
+    (r"\bchoosing\b", "choosing", "selecting"), (r"\bdepends on\b", "depends on", "hinges on"),
+    (r"\bduring\b", "during", "throughout"), (r"\bcentre\b", "centre", "center"),
+    (r"\bcentres\b", "centres", "centers"), (r"\bmetres\b", "metres", "meters"),
+    (r"\bkilometres\b", "kilometres", "kilometers"), (r"\blitres\b", "litres", "liters"),
+    (r"\bprogramme\b", "programme", "program"), (r"\blabour\b", "labour", "labor"),
+    (r"\bwhich\b(?= [a-z]+s (?:to|should|shall|must)\b)", "which", "what"),
+    (r"\bcosts\b(?= (?:a|an|the|its|\$?\d)\b)", "costs", "incurs"), (r"\bpaid\b(?! for\b)", "paid", "settled"),
+    (r"\bseveral\b(?! of\b)", "several", "multiple"), (r"\bwilling to\b", "willing to", "prepared to"),
+    (r"\bmay be\b", "may be", "can be"), (r"\bin full\b", "in full", "entirely"),
+    (r"\bfixed\b(?= (?:amount|group|sum|number)\b)", "fixed", "set"), (r"\bin thousand\b", "in thousand",
+                                                                           "in thousands of"),
+    (r"\bthe largest\b", "the largest", "the biggest"), (r"\bplacing\b", "placing", "positioning"),
+    (r"\bmonth by month\b", "month by month", "one month at a time"), (r"\bahead of\b", "ahead of",
+                                                                         "in advance of"),
+    (r"\bis not listed\b", "is not listed", "is absent"), (r"\bdoing\b", "doing", "performing"),
+    (r"\bnot operated\b", "not operated", "not in operation"), (r"\bbudget of\b", "budget of", "budget totalling"),
+)
+GENERIC_PHRASINGS += tuple(Phrasing(pattern, (train,), (wording,)) for pattern, train, wording in _EVAL_REWORDINGS)
 
 OPENINGS = {
     "train": ("", "The following planning question comes from {industry}.",
@@ -356,13 +385,33 @@ def relayout_fields(text: str, layout: str) -> str:
                     + _markdown(["key", "meaning"], [[f"`{k}`", v] for k, v in fields]) + trailing)
         if layout == "prose":
             return ("The data come as an attached JSON file, `data.json`. "
-                    + " ".join(f"Its entry `{k}` holds the {v}." for k, v in fields) + trailing)
+                    + " ".join(f"Its entry `{k}`{_indexing(v, ',')} holds the {_meaning(v)}." for k, v in fields)
+                    + trailing)
         if layout == "definitions":
             return ("Input file `data.json` (attached), field by field:\n"
-                    + "\n".join(f"* `{k}` stands for: {v}" for k, v in fields) + trailing)
+                    + "\n".join(f"* `{k}`{_indexing(v, '')} stands for: {_meaning(v)}" for k, v in fields)
+                    + trailing)
         raise ValueError(f"unknown field layout {layout!r}")
 
     return _FIELDS.sub(replace, text)
+
+
+_INDEXED = re.compile(r"^\w+((?:\[\w+\])+): ")
+
+
+def _indexing(description: str, comma: str) -> str:
+    """The indices of a description written `cost[plant][market]: ...`, in words (" indexed by plant, then
+    market"): training writes the bracket form, whose words would otherwise run on into the meaning."""
+    match = _INDEXED.match(description)
+    if not match:
+        return ""
+    indices = re.findall(r"\[(\w+)\]", match.group(1))
+    words = f" indexed by {', then '.join(indices)}"
+    return f"{comma}{words}{comma}" if comma else f" ({words.strip()})"
+
+
+def _meaning(description: str) -> str:
+    return _INDEXED.sub("", description, count=1)
 
 
 # ---------------------------------------------------------------------------------- measuring them
@@ -403,6 +452,64 @@ def overlap_report(train_texts: Iterable[str], eval_texts: Iterable[str], n: int
         if eval_sets else 0.0,
         "train_texts_sharing_an_ngram": round(train_touched / train_count, 4) if train_count else 0.0,
     }
+
+
+def shared_ngrams(train_texts: Iterable[tuple[str, str]], eval_items: Iterable[tuple[str, str, str]],
+                  n: int = NGRAM) -> list[dict]:
+    """The n-grams eval items share with training, the most widely shared first: where the overlap of
+    `overlap_report` comes from. `train_texts` are (family, text) pairs, `eval_items` (id, family, text)
+    triples. Each row gives the n-gram, how many eval items (and which) and training texts hold it, the
+    families of each, and an example: the first eval item that holds it and the whole run of shared words around it
+    there (adjacent shared n-grams merged), which is usually the sentence to reword."""
+    items = [(item_id, family, _WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+             for item_id, family, text in eval_items]
+    item_grams = [_positions(tokens, n) for _, _, tokens in items]
+    wanted = set().union(*(set(grams) for grams in item_grams)) if item_grams else set()
+    train_families: dict[tuple[str, ...], Counter] = {}
+    for family, text in train_texts:
+        for gram in ngrams(text, n) & wanted:
+            train_families.setdefault(gram, Counter())[family] += 1
+    rows: dict[tuple[str, ...], dict] = {}
+    for (item_id, family, tokens), grams in zip(items, item_grams, strict=True):
+        shared_at = sorted(start for gram, starts in grams.items() if gram in train_families for start in starts)
+        spans = _merge_runs(shared_at, n, len(tokens))
+        for gram, starts in grams.items():
+            if gram not in train_families:
+                continue
+            row = rows.get(gram)
+            if row is None:
+                span = next((a, b) for a, b in spans if a <= starts[0] < b)
+                row = rows[gram] = {"ngram": " ".join(gram), "eval_items": 0, "eval_ids": [],
+                                    "eval_families": Counter(),
+                                    "train_texts": sum(train_families[gram].values()),
+                                    "train_families": train_families[gram], "example_id": item_id,
+                                    "example_family": family, "example_span": " ".join(tokens[span[0]:span[1]])}
+            row["eval_items"] += 1
+            row["eval_ids"].append(item_id)
+            row["eval_families"][family] += 1
+    return sorted(rows.values(), key=lambda row: (-row["eval_items"], -row["train_texts"], row["ngram"]))
+
+
+def _positions(tokens: list[str], n: int) -> dict[tuple[str, ...], list[int]]:
+    """n-gram -> its start positions (a text shorter than n words is one n-gram, as in `ngrams`)."""
+    if len(tokens) < n:
+        return {tuple(tokens): [0]} if tokens else {}
+    found: dict[tuple[str, ...], list[int]] = {}
+    for start in range(len(tokens) - n + 1):
+        found.setdefault(tuple(tokens[start:start + n]), []).append(start)
+    return found
+
+
+def _merge_runs(starts: list[int], n: int, length: int) -> list[tuple[int, int]]:
+    """The word spans covered by n-grams starting at `starts` (sorted), overlapping ones merged."""
+    spans: list[tuple[int, int]] = []
+    for start in starts:
+        end = min(start + n, length)
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
 
 
 def masked_skeleton(statement: str, names: Iterable[str]) -> str:

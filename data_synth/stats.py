@@ -7,6 +7,9 @@ numbers and entity names masked (`masked_skeleton`), and prints the eval/train 1
 synthesis recorded in `summary.json`. With `--programs` it prints, per family, the distinct program
 skeletons (the model source `model_code_for` gives, which reads its numbers from `data`) over a fixed
 sample of instances of every difficulty and scenario, and over the folder's records when one is given.
+With `--shared-ngrams` it lists the 13-grams the folder's eval items share with its training SFT samples
+(what decontamination compares), the most widely shared first, with their families and an example, and
+per family the share of eval items that hold one: the sources of the overlap, to reword.
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from collections import defaultdict
 from pathlib import Path
 
 from data_synth.family import REPRESENTATIONS
-from data_synth.statements import SPLIT_NAMES, entity_names, masked_skeleton, skeleton_count
+from data_synth.statements import (
+    NGRAM,
+    SPLIT_NAMES,
+    entity_names,
+    masked_skeleton,
+    shared_ngrams,
+    skeleton_count,
+)
 
 _SPLIT_FOLDERS = {"train": "problems", "eval": "eval/problems"}
 
@@ -108,6 +118,61 @@ def programs_report(folder: Path | None = None) -> str:
     return "\n".join(lines)
 
 
+def _sft_texts(folder: Path):
+    """(family, text) of every training SFT sample: all its messages, as `split_overlap` reads them."""
+    for path in sorted((folder / "sft").glob("shard-*.jsonl")):
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                sample = json.loads(line)
+                text = " ".join(message["content"] for message in sample["messages"])
+                family = sample["family"]
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                raise ValueError(f"{path}:{number}: not a synth SFT sample ({type(error).__name__}: {error})") from None
+            yield family, text
+
+
+def shared_ngrams_report(folder: Path, top: int = 40) -> str:
+    """The `top` most widely shared eval/train n-grams of a synth folder, then per family the share of its
+    eval items that hold one."""
+    if not (folder / "sft").is_dir() or not (folder / "eval" / "problems").is_dir():
+        raise ValueError(f"{folder} is not a synth folder (no sft/ or eval/problems/); give the folder "
+                         "`trex synth` wrote")
+    evaluation = [(record["id"], record["family"], statement)
+                  for split, record, statement in _each_record(folder, lambda record: record["statement"])
+                  if split == "eval"]
+    rows = shared_ngrams(_sft_texts(folder), evaluation)
+    sharing = {item_id for row in rows for item_id in row["eval_ids"]}
+    lines = [f"{len(rows)} distinct {NGRAM}-grams of the eval items occur in training; {len(sharing)} of "
+             f"{len(evaluation)} eval items ({len(sharing) / max(len(evaluation), 1):.1%}) hold one. "
+             f"The most widely shared (one line per run of shared words; the n-grams of a run listed "
+             f"earlier are left out):"]
+    printed: set[str] = set()
+    for row in rows:
+        if len(printed) >= top:
+            break
+        if row["example_span"] in printed:
+            continue
+        printed.add(row["example_span"])
+        families = ", ".join(f"{name} {count}" for name, count in row["eval_families"].most_common(3))
+        lines.append(f"{row['eval_items']:>4} eval items, {row['train_texts']:>5} training samples  [{families}]\n"
+                     f"      {row['ngram']}\n      e.g. {row['example_id']}: \"{_clip(row['example_span'])}\"")
+    items: dict[str, int] = defaultdict(int)
+    touched: dict[str, int] = defaultdict(int)
+    for item_id, family, _ in evaluation:
+        items[family] += 1
+        touched[family] += item_id in sharing
+    lines.append(f"\n{'family':34} {'eval items':>10} {'sharing one':>11}")
+    for family in sorted(items, key=lambda name: (-touched[name], name)):
+        lines.append(f"{family:34} {items[family]:>10} {touched[family]:>11}")
+    return "\n".join(lines)
+
+
+def _clip(text: str, width: int = 240) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def report(folder: Path | None = None) -> str:
     declared = declared_counts()
     observed = observed_counts(folder) if folder is not None else {}
@@ -136,9 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", nargs="?", type=Path, help="a synth folder (what `trex synth` wrote)")
     parser.add_argument("--programs", action="store_true",
                         help="count program skeletons (structure variants) per family instead of statements")
+    parser.add_argument("--shared-ngrams", action="store_true",
+                        help=f"list the {NGRAM}-grams the folder's eval items share with its training samples")
+    parser.add_argument("--top", type=int, default=40, help="how many shared n-grams to list (default 40)")
     args = parser.parse_args(argv)
     try:
-        print(programs_report(args.folder) if args.programs else report(args.folder))
+        if args.shared_ngrams:
+            if args.folder is None:
+                raise ValueError("--shared-ngrams needs a synth folder: python -m data_synth.stats FOLDER "
+                                 "--shared-ngrams")
+            print(shared_ngrams_report(args.folder, args.top))
+        elif args.programs:
+            print(programs_report(args.folder))
+        else:
+            print(report(args.folder))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

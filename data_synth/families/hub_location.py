@@ -100,6 +100,12 @@ class HubLocation(ProblemFamily):
         "candidates": "nodes that may become hubs (only when the choice is restricted)",
     }
     phrasings = (
+        Phrasing(r"\(a flow whose origin or destination is itself a hub skips that leg\)",
+                 ("(a flow whose origin or destination is itself a hub skips that leg)",),
+                 ("(when a flow starts or ends at a hub, that leg is left out)",)),
+        Phrasing(r"\bpossibly on to a second hub, and then\b", ("possibly on to a second hub, and then",),
+                 ("perhaps continuing to a second hub, and finally",)),
+        Phrasing(r"\bare discounted: they cost\b", ("are discounted: they cost",), ("get a discount: their cost is",)),
         Phrasing(r"\bEvery flow travels from its origin to a hub\b",
                  ("Every flow travels from its origin to a hub",
                   "Each flow goes from its origin to a hub"),

@@ -22,6 +22,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("callcentre", "customer service", {
@@ -53,6 +54,12 @@ class ShiftScheduling(ProblemFamily):
     sense = "min"
     scenarios = SCENARIOS
     domains = {"staff": "nonnegative_integer"}
+    # the blocks a shift covers are names (kept verbatim): eval joins them with words, so that a listing
+    # of clock times is no run of 13 tokens that training also has
+    phrasings = (
+        Phrasing(r"(?<![\w)\]]), (?![\w(])", (", ",), (", then ",)),
+        Phrasing(r"\bshift covers\b", ("shift covers",), ("shift spans",)),
+    )
     data_fields = {
         "blocks": "list of the time blocks of the day, in order",
         "required": "minimum number of workers on duty in each block, keyed by block",

@@ -28,6 +28,7 @@ from data_synth.statements import (
     relayout_fields,
     relayout_tables,
     rephrase,
+    shared_ngrams,
 )
 from data_synth.stats import declared_counts, main, observed_counts
 from data_synth.synthesis import candidate_statement, make_candidate
@@ -149,6 +150,20 @@ def test_overlap_report_counts_shared_ngrams():
     assert overlap_report([], [])["eval_ngram_share_in_train"] == 0.0
 
 
+def test_shared_ngrams_lists_the_sources_most_widely_shared_first():
+    fixed = " ".join(f"f{i}" for i in range(15))  # one fixed 15-word sentence: 3 shared 13-grams
+    train = [("knapsack_01", f"x y {fixed} z"), ("knapsack_01", fixed), ("tsp", "q " * 20)]
+    evaluation = [("eval-1", "knapsack_01", f"a {fixed} b"), ("eval-2", "tsp", f"{fixed}"),
+                  ("eval-3", "tsp", " ".join(f"e{i}" for i in range(20)))]
+    rows = shared_ngrams(train, evaluation)
+    assert len(rows) == 3 and rows[0]["eval_items"] == 2 and rows[0]["eval_ids"] == ["eval-1", "eval-2"]
+    assert rows[0]["train_texts"] == 2 and rows[0]["train_families"] == {"knapsack_01": 2}
+    assert rows[0]["eval_families"] == {"knapsack_01": 1, "tsp": 1}
+    assert rows[0]["example_span"] == fixed.casefold()  # the whole shared run, not just the 13-gram
+    report = overlap_report([text for _, text in train], [text for *_, text in evaluation])
+    assert report["eval_items_sharing_an_ngram"] == round(len({i for r in rows for i in r["eval_ids"]}) / 3, 4)
+
+
 def test_held_out_statements_share_few_13grams_with_training():
     """The demo's three families: what is left of their own fixed sentences stays under 5% of the eval
     split's 13-grams (the rewrites do the rest)."""
@@ -186,6 +201,20 @@ def test_stats_counts_distinct_masked_statements(tmp_path, capsys):
     assert main([str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "knapsack_01" in printed and "13-gram overlap: 0.00%" in printed
+
+
+def test_stats_lists_shared_ngrams_of_a_folder(tmp_path, capsys):
+    fixed = "every depot must be at least this far from every other depot on the map today"
+    record = {"family": "p_dispersion", "statement": f"Place 3 depots. {fixed}.", "parameters": {}}
+    _write_folder(tmp_path, {"train": [], "eval": [{**record, "id": "eval-s0-000001"}]})
+    (tmp_path / "sft").mkdir()
+    sample = {"family": "p_dispersion", "messages": [{"role": "user", "content": f"Place 5 depots. {fixed}."}]}
+    (tmp_path / "sft" / "shard-00000.jsonl").write_text(json.dumps(sample) + "\n")
+    assert main([str(tmp_path), "--shared-ngrams"]) == 0
+    printed = capsys.readouterr().out
+    assert "1 of 1 eval items (100.0%) hold one" in printed and "eval-s0-000001" in printed
+    assert "depot must be at least this far" in printed and "p_dispersion" in printed
+    assert main(["--shared-ngrams"]) == 2 and "needs a synth folder" in capsys.readouterr().err
 
 
 def test_stats_names_a_folder_that_is_not_a_synth_folder(tmp_path, capsys):
