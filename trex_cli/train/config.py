@@ -52,6 +52,11 @@ class ParallelSection:
     activation_checkpoint: Literal["none", "full", "selective"] = "none"
     selective_every: int = 2  # "selective": recompute every n-th layer
     offload_optimizer: bool = False  # keep the sharded fp32 master weights and AdamW states in host memory
+    # when FSDP reduce-scatters gradients: "step", once per optimizer step after the last micro-batch
+    # (each unit keeps its unsharded fp32 gradient between micro-batches); "micro_batch", after every
+    # micro-batch (one collective per micro-batch, but only sharded gradients are kept); pipelined
+    # layouts always reduce once per step (each stage after its last micro-batch's backward)
+    gradient_sync: Literal["step", "micro_batch"] = "step"
 
 
 @dataclass
