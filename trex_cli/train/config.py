@@ -13,6 +13,9 @@ from typing import Literal
 
 # `report_to` names -> the package each needs (the extra of the same name installs it)
 REPORTERS = {"tensorboard": "tensorboard", "wandb": "wandb"}
+# `[train.parallel] activation_checkpoint`: whole-block modes, or a list of these parts of each block
+CHECKPOINT_MODES = ("none", "full", "selective")
+RECOMPUTE_PARTS = ("attention", "moe", "mhc")
 
 
 @dataclass
@@ -49,9 +52,31 @@ class ParallelSection:
     # layer slots that hold no block, so stages get equal slot counts (T-Rex V4-Pro: [3, 62, 63]);
     # empty: no-op slots are appended at the end when pp does not divide the layer count
     noop_layer_slots: list[int] = field(default_factory=list)
-    activation_checkpoint: Literal["none", "full", "selective"] = "none"
+    # recompute in the backward pass instead of keeping activations: "none"; "full" (every block);
+    # "selective" (every selective_every-th block); or a list of the parts of every block to recompute,
+    # any of "attention", "moe", "mhc" (the hyper-connection mixing around both), e.g. ["attention", "mhc"]
+    activation_checkpoint: str | list[str] = "none"
     selective_every: int = 2  # "selective": recompute every n-th layer
     offload_optimizer: bool = False  # keep the sharded fp32 master weights and AdamW states in host memory
+    # when FSDP reduce-scatters gradients: "step", once per optimizer step after the last micro-batch
+    # (each unit keeps its unsharded fp32 gradient between micro-batches); "micro_batch", after every
+    # micro-batch (one collective per micro-batch, but only sharded gradients are kept); pipelined
+    # layouts always reduce once per step (each stage after its last micro-batch's backward)
+    gradient_sync: Literal["step", "micro_batch"] = "step"
+
+
+    def __post_init__(self) -> None:
+        mode = self.activation_checkpoint
+        if isinstance(mode, str) and mode in CHECKPOINT_MODES:
+            return
+        unknown = [part for part in mode if part not in RECOMPUTE_PARTS] if isinstance(mode, list | tuple) else [mode]
+        if unknown:
+            raise ValueError(
+                f"[train.parallel] activation_checkpoint = {mode!r}: use one of "
+                f"{', '.join(repr(m) for m in CHECKPOINT_MODES)}, or a list of the block parts to recompute "
+                f"from {', '.join(repr(p) for p in RECOMPUTE_PARTS)} (e.g. [\"attention\", \"mhc\"])"
+            )
+        self.activation_checkpoint = sorted(set(mode), key=RECOMPUTE_PARTS.index)
 
 
 @dataclass

@@ -4,7 +4,8 @@
    while the routed experts keep expert-TP 1 (parallel folding: `parallel_dims.py`);
 2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
    an expert group may span tensor ranks, which then split their shared tokens before dispatch);
-3. activation checkpointing (full: every block; selective: every n-th block);
+3. activation checkpointing (full: every block; selective: every n-th block; or the chosen parts of
+   every block: attention, MoE, the mHC mixing);
 4. FSDP2 `fully_shard`: each block is one unit, routed experts under EP get their own unit on the
    expert-data-parallel ranks, then the root takes the embedding, head and the rest. Mixed precision:
    fp32 master parameters, bf16 compute copies, fp32 gradient reduction. Gradients are summed across
@@ -145,9 +146,16 @@ def _checkpointed_forward(module_forward, *args, **kwargs):
     return checkpoint(module_forward, *args, use_reentrant=False, **kwargs)
 
 
-def apply_activation_checkpointing(model: nn.Module, mode: str, every: int) -> int:
-    """Recompute whole blocks in the backward pass instead of keeping their activations. The block's
-    `forward` is replaced on the instance so parameter names (and checkpoints) do not change."""
+def apply_activation_checkpointing(model: nn.Module, mode: str | list[str], every: int) -> int:
+    """Recompute whole blocks, or chosen parts of every block, in the backward pass instead of keeping
+    their activations; returns how many blocks recompute something. Whole blocks: the block's `forward`
+    is replaced on the instance so parameter names (and checkpoints) do not change. Parts (a list of
+    "attention", "moe", "mhc"): the block checkpoints exactly those calls itself (`Block.recompute`),
+    so a part's module runs its forward again, hooks included, in the backward pass."""
+    if isinstance(mode, list | tuple):
+        for block in blocks_of(model):
+            block.recompute = frozenset(mode)
+        return len(blocks_of(model)) if mode else 0
     if mode == "none":
         return 0
     if every < 1:

@@ -271,23 +271,49 @@ def build_pipeline(
     tokens = torch.empty(micro_batch_size, seq_len, dtype=torch.long, device=meta)
     loss = (torch.empty((), dtype=torch.float32, device=meta),)
 
-    def make_stage(module: nn.Module, stage_index: int):
+    def stage_arguments(stage_index: int) -> dict:
         first, last = stage_index == 0, stage_index == num_stages - 1
-        return PipelineStage(
-            module, stage_index, num_stages, distributed.device,
-            input_args=(tokens,) if first else between, output_args=loss if last else between,
+        return {
+            "num_stages": num_stages, "device": distributed.device,
+            "input_args": (tokens,) if first else between, "output_args": loss if last else between,
             # gradients travel back for both float tensors; token ids have none
-            input_grads=(None,) if first else between,
-            output_grads=(None,) if last else between,
-            group=distributed.dense_mesh["pp"].get_group(),
-        )
+            "input_grads": (None,) if first else between, "output_grads": (None,) if last else between,
+            "group": distributed.dense_mesh["pp"].get_group(),
+        }
+
+    def make_stage(module: nn.Module, stage_index: int):
+        return PipelineStage(module, stage_index, **stage_arguments(stage_index))
+
+    class DeferredSyncStage(PipelineStage):
+        """A virtual stage whose FSDP units reduce their gradients only in the stage's last backward of
+        the step. Its module (a StageChunk) is no FSDP module, so torch's schedule, which defers the
+        sync of an FSDP stage module, would let every micro-batch's backward reduce-scatter."""
+
+        def __init__(self, chunk: StageChunk, stage_index: int, units: list, root_units: list):
+            super().__init__(chunk, stage_index, **stage_arguments(stage_index))
+            self.units, self.root_units = units, root_units
+
+        def backward_maybe_with_nosync(self, backward_type, bwd_kwargs, last_backward=False):
+            # the schedule counts this stage's backwards: `last_backward` is its n-th of n
+            for unit in self.units:
+                unit.set_requires_gradient_sync(last_backward)
+            for unit in self.root_units:  # the root's own parameters only: its blocks are other units
+                unit.set_requires_gradient_sync(last_backward, recurse=False)
+            return super().backward_maybe_with_nosync(backward_type, bwd_kwargs, last_backward)
 
     def make_schedule(parallelized: nn.Module):
+        from torch.distributed.fsdp import FSDPModule
+
         options = {"loss_fn": lambda output, target: output, "scale_grads": False}
         if parallel.pp_schedule == "Interleaved1F1B":
-            # one PipelineStage per virtual stage; FSDP2 then reduces after every micro-batch's
-            # backward (the stages are not FSDP modules, so the schedule defers no sync)
-            stages = [make_stage(StageChunk(parallelized, stage), stage) for stage in runner.stages]
+            # one PipelineStage per virtual stage, each deferring its own blocks' gradient sync; the
+            # root unit (embedding on the first stage, head and final norm on the last) follows the
+            # stage that uses its parameters
+            stages = []
+            for stage in runner.stages:
+                units = [block for _, block in runner.blocks(stage) if isinstance(block, FSDPModule)]
+                owns_root = stage in (0, num_stages - 1) and isinstance(parallelized, FSDPModule)
+                stages.append(DeferredSyncStage(StageChunk(parallelized, stage), stage, units, [parallelized] if owns_root else []))
             return ScheduleInterleaved1F1B(stages, micro_batches, **options)
         schedule_class = {"1F1B": Schedule1F1B, "GPipe": ScheduleGPipe}[parallel.pp_schedule]
         return schedule_class(make_stage(parallelized, runner.stage_index), micro_batches, **options)

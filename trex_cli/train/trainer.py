@@ -6,7 +6,8 @@ Every rank runs `run_training`. One optimizer step:
 2. each micro-batch's losses are scaled by its share of the global batch (the LM and MTP losses by
    its share of the global batch's targets, so they are token-weighted exactly as one big batch; the
    per-sequence balance loss and the indexer KL by 1 / number of micro-batches over all ranks) and
-   back-propagated; FSDP sums the gradients over ranks, so any layout computes the same gradient as
+   back-propagated; FSDP sums the gradients over ranks, once per step after the last micro-batch
+   (`[train.parallel] gradient_sync`; a pipeline's schedule defers it the same way), so any layout computes the same gradient as
    one process walking the whole batch (context-parallel ranks each do this for their chunk of the
    rows: context_parallel.py);
 3. the global gradient norm is checked (NaN/Inf: skip the step and count it; too many in a row:
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch.distributed.fsdp import FSDPModule
 
 from trex_cli.console import out, warn
 from trex_cli.train.checkpoint import Checkpointer
@@ -149,6 +151,13 @@ class Engine:
             dist.all_reduce(tensor)
         return (tensor / (replicas or self.replicas_of_data)).cpu().tolist()
 
+    def _gradient_sync(self, last_micro_batch: bool) -> None:
+        """Under FSDP with `gradient_sync = "step"`, reduce-scatter (and, across replicas, all-reduce)
+        only in the last micro-batch's backward: the earlier ones add into each unit's unsharded fp32
+        gradient, which the last one's collective then reduces with its own."""
+        if isinstance(self.model, FSDPModule):
+            self.model.set_requires_gradient_sync(last_micro_batch or self.train.parallel.gradient_sync == "micro_batch")
+
     def _forward_backward(self, micro_batches: list[MicroBatch], global_targets: tuple[float, float]):
         """Plain (no pipeline) accumulation over this rank's micro-batches."""
         train, device = self.train, self.distributed.device
@@ -156,7 +165,8 @@ class Engine:
         sums = {"lm": 0.0, "mtp": 0.0, "balance": 0.0, "kl": 0.0}
         seen = set()
         expert_load = None
-        for batch in micro_batches:
+        for index, batch in enumerate(micro_batches):
+            self._gradient_sync(index == len(micro_batches) - 1)
             lm_share = _share(target_count(batch, 1, self.sequence), global_targets[0])
             mtp_share = _share(target_count(batch, 2, self.sequence), global_targets[1])
             batch = batch.to(device)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from trex_cli.models.deepseek_v4 import kernels
 from trex_cli.models.deepseek_v4.config import CSA, SLIDING, DeepseekV4Config, yarn_inv_freq
@@ -453,10 +454,23 @@ class Block(nn.Module):
             self.register_parameter(f"hc_{site}_fn", nn.Parameter(torch.empty((2 + n) * n, width, dtype=torch.float32)))
             self.register_parameter(f"hc_{site}_base", nn.Parameter(torch.zeros((2 + n) * n, dtype=torch.float32)))
             self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3, dtype=torch.float32)))
+        # parts recomputed in the backward pass instead of keeping their activations: any of "attention"
+        # (the attention module), "moe" (the MoE module), "mhc" (the hyper-connection mixing around both);
+        # set by the trainer's activation checkpointing (trex_cli/train/parallelize.py)
+        self.recompute: frozenset[str] = frozenset()
+
+    def _run(self, part: str, function, *args):
+        """`function(*args)`, under activation checkpointing when `part` is recomputed and a backward
+        pass will follow; a module is called through `__call__`, so its hooks run again on recompute."""
+        if part in self.recompute and torch.is_grad_enabled():
+            return checkpoint(function, *args, use_reentrant=False)
+        return function(*args)
 
     def _wrapped(self, streams, site: str, sublayer, norm, ctx) -> torch.Tensor:
         config = self.config
-        collapsed, post, comb = kernels.hc_pre(
+        collapsed, post, comb = self._run(
+            "mhc",
+            kernels.hc_pre,
             streams,
             getattr(self, f"hc_{site}_fn"),
             getattr(self, f"hc_{site}_base"),
@@ -465,8 +479,8 @@ class Block(nn.Module):
             config.hc_eps,
             config.rms_norm_eps,
         )
-        out = sublayer(norm(collapsed), ctx)
-        return kernels.hc_post(out, post, comb, streams)
+        out = self._run("attention" if site == "attn" else "moe", sublayer, norm(collapsed), ctx)
+        return self._run("mhc", kernels.hc_post, out, post, comb, streams)
 
     def forward(self, streams: torch.Tensor, ctx: _Context) -> torch.Tensor:
         streams = self._wrapped(streams, "attn", self.attn, self.attn_norm, ctx)
