@@ -72,6 +72,8 @@ class TrainStage(Stage):
                 return None
             self.recipe.save_resolved(job.stage_folder, ["run", "model", "train"])
             status = spawn_torchrun(job, self.nproc)
+            if status == 130:  # torchrun stopped by Ctrl-C (run_torchrun's status) before this process saw it
+                raise KeyboardInterrupt
             if status != 0:
                 raise TrainingFailed(f"training failed in torchrun (exit status {status}); the ranks' output is above")
             return json.loads((job.stage_folder / MANIFEST).read_text())["summary"]
