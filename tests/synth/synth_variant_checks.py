@@ -72,3 +72,38 @@ def check_every_variant(name: str, stated: dict[str, str | None], base: str, tag
                 program = render_program(family, infeasible, "file")
                 outcome = verify_instance(family, infeasible, program, infeasible, sandbox, expect_infeasible=True)
                 assert outcome.passed, f"{variant}, infeasible: {outcome.reject_reason}: {outcome.reject_detail}"
+
+
+def check_variant_count(name: str, count: int, tag: str, sandbox) -> None:
+    """For a family whose statements are not matched phrase by phrase: sampling finds `count` variants, each
+    writes its own program and verifies (at most a quality reject), and each infeasible version stays so."""
+    family = get_family(name)
+    variants: dict[str, list[tuple]] = {}
+    for k in range(300):
+        scenario = family.scenarios[k % len(family.scenarios)]
+        data = family.sample(random.Random(f"{tag}:{name}:{k}"), "small", scenario)
+        same = variants.setdefault(family.variant_of(data), [])
+        if len(same) < 2:
+            same.append((scenario, data))
+    assert len(variants) == count, sorted(variants)
+    codes = {family.model_code_for(same[0][1]) for same in variants.values()}
+    assert len(codes) == len(variants), "every variant must write its own program"
+    for variant, same in variants.items():
+        passed, details = 0, []
+        for k, (scenario, data) in enumerate(same):
+            representation = ("text", "table", "file")[k % 3]
+            statement = family.render_statement(data, scenario, representation)
+            program = render_program(family, data, representation)
+            outcome = verify_instance(family, data, program, program_data(data, representation), sandbox,
+                                      statement=statement, representation=representation)
+            if not outcome.passed:
+                assert outcome.reject_reason == "quality", f"{variant}: {outcome.reject_detail}"
+                details.append(outcome.reject_detail)
+                continue
+            passed += 1
+        assert passed >= 1, f"{name} {variant}: no instance verified ({details})"
+        infeasible = family.make_infeasible(same[0][1], random.Random(5))
+        if infeasible is not None:
+            program = render_program(family, infeasible, "file")
+            outcome = verify_instance(family, infeasible, program, infeasible, sandbox, expect_infeasible=True)
+            assert outcome.passed, f"{name} {variant}, infeasible: {outcome.reject_reason}: {outcome.reject_detail}"
