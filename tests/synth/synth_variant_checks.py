@@ -22,8 +22,8 @@ def variant_names(parts: list[str], base: str) -> set[str]:
     return names
 
 
-def by_variant(name: str, stated: dict[str, str | None], base: str, per_variant: int,
-               tag: str) -> dict[str, list[tuple]]:
+def by_variant(name: str, stated: dict[str, str | None], per_variant: int, tag: str,
+               base: str = "base") -> dict[str, list[tuple]]:
     """variant -> up to `per_variant` (scenario, instance) pairs of small instances, drawn with seeds `tag`."""
     family = get_family(name)
     expected = variant_names(list(stated), base)
@@ -40,9 +40,9 @@ def by_variant(name: str, stated: dict[str, str | None], base: str, per_variant:
     return found
 
 
-def check_every_variant(name: str, stated: dict[str, str | None], base: str, tag: str) -> None:
+def check_every_variant(name: str, stated: dict[str, str | None], tag: str, base: str = "base") -> None:
     family = get_family(name)
-    variants = by_variant(name, stated, base, 2, tag)
+    variants = by_variant(name, stated, 2, tag, base)
     assert set(variants) == variant_names(list(stated), base)
     codes = {variant: family.model_code_for(same[0][1]) for variant, same in variants.items()}
     assert len(set(codes.values())) == len(codes), "each variant must change the model"

@@ -4,14 +4,8 @@ constraints, and verifies under the five checks (plus the statement check)."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
-
-from data_synth.families import get_family
-from data_synth.render import program_data, render_program
-from data_synth.verify import verify_instance
-from trex_sandbox import Sandbox, SandboxSettings
+from synth_variant_checks import check_every_variant
 
 # family -> {variant part: a phrase the text statement has exactly when the instance has that part}
 STATED = {
@@ -25,60 +19,7 @@ STATED = {
 }
 
 
-def variant_names(parts: list[str]) -> set[str]:
-    """Every "+"-joined combination of `parts` (in order), "base" for none."""
-    names = set()
-    for mask in range(2 ** len(parts)):
-        names.add("+".join(part for k, part in enumerate(parts) if mask >> k & 1) or "base")
-    return names
-
-
-def by_variant(name: str, per_variant: int) -> dict[str, list[tuple]]:
-    """variant -> up to `per_variant` (scenario, instance) pairs of small instances."""
-    family = get_family(name)
-    expected = variant_names(list(STATED[name]))
-    found: dict[str, list[tuple]] = {}
-    for k in range(600):
-        rng = random.Random(f"variants-c:{name}:{k}")
-        scenario = family.scenarios[k % len(family.scenarios)]
-        data = family.sample(rng, "small", scenario)
-        same = found.setdefault(family.variant_of(data), [])
-        if len(same) < per_variant:
-            same.append((scenario, data))
-        if set(found) == expected and all(len(same) >= per_variant for same in found.values()):
-            break
-    return found
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(STATED))
 def test_every_variant_writes_its_own_program_states_it_and_verifies(name):
-    family = get_family(name)
-    variants = by_variant(name, per_variant=2)
-    assert set(variants) == variant_names(list(STATED[name]))
-    codes = {variant: family.model_code_for(same[0][1]) for variant, same in variants.items()}
-    assert len(set(codes.values())) == len(codes), "each variant must change the model"
-    with Sandbox(SandboxSettings(timeout=20, memory_mb=2048, workers=1)) as sandbox:
-        for variant, same in variants.items():
-            passed, details = 0, []
-            for k, (scenario, data) in enumerate(same):
-                text = family.render_statement(data, scenario, "text")
-                for part, phrase in STATED[name].items():
-                    assert (phrase in text) == (part in variant.split("+")), f"{variant}: {phrase!r}"
-                representation = ("text", "table", "file")[(k + len(variant)) % 3]
-                statement = family.render_statement(data, scenario, representation)
-                program = render_program(family, data, representation)
-                outcome = verify_instance(family, data, program, program_data(data, representation), sandbox,
-                                          statement=statement, representation=representation)
-                if not outcome.passed:
-                    # the quality check may reject an instance without a binding row; nothing else may fail
-                    assert outcome.reject_reason == "quality", f"{variant}: {outcome.reject_detail}"
-                    details.append(outcome.reject_detail)
-                    continue
-                passed += 1
-            assert passed >= 1, f"{name} {variant}: no instance of {len(same)} verified ({details})"
-            infeasible = family.make_infeasible(same[0][1], random.Random(5))
-            if infeasible is not None:
-                program = render_program(family, infeasible, "file")
-                outcome = verify_instance(family, infeasible, program, infeasible, sandbox, expect_infeasible=True)
-                assert outcome.passed, f"{variant}, infeasible: {outcome.reject_reason}: {outcome.reject_detail}"
+    check_every_variant(name, STATED[name], tag="variants-c")
