@@ -21,6 +21,9 @@ A family describes one kind of OR problem (production mix, transportation, ...).
   `scenarios` (industries and wordings) and each representation: "text" (numbers in the prose),
   "table" (Markdown tables), "file" (the data is in an attached `data.json`; use `describe_data_file`).
 - `formulation(data)`: the mathematical model in Markdown with LaTeX.
+- optionally `eval_scenarios`: scenarios only the eval split draws (its own industries, companies, entity
+  names and units, with the same `words` keys as `scenarios`), so no eval statement repeats a training
+  statement's names; `scenarios` are then the training split's alone (`scenarios_for(split)`).
 - optionally `phrasings`: `data_synth.statements.Phrasing` rewrite rules for the family's own fixed
   sentences, with disjoint training and eval wordings; the pipeline re-dresses every rendered statement
   with a statement skeleton (`data_synth.statements`), so `render_statement` states the facts once.
@@ -94,6 +97,8 @@ class ProblemFamily(abc.ABC):
     problem_type: str = "LP"  # "LP", "MILP", "IP" (all variables integer) or "QP"
     sense: str = "min"  # "min" or "max"
     scenarios: tuple[Scenario, ...] = ()
+    # the eval split's own scenarios (none: the eval split draws from `scenarios` too); see scenarios_for
+    eval_scenarios: tuple[Scenario, ...] = ()
     domains: dict[str, str] = {}
     phrasings: tuple = ()  # data_synth.statements.Phrasing rules for this family's fixed sentences
     industrial: bool = False  # True: `sample` also makes "industrial" instances (>= 1,000 variables)
@@ -124,6 +129,15 @@ class ProblemFamily(abc.ABC):
     @abc.abstractmethod
     def formulation(self, data: dict) -> str:
         """See the module docstring."""
+
+    def scenarios_for(self, split: str) -> tuple[Scenario, ...]:
+        """The scenarios candidates of `split` draw from: the eval split has its own when the family
+        declares `eval_scenarios`, so held-out statements name other industries and things."""
+        return self.eval_scenarios if split == "eval" and self.eval_scenarios else self.scenarios
+
+    @property
+    def all_scenarios(self) -> tuple[Scenario, ...]:
+        return self.scenarios + self.eval_scenarios
 
     def model_code_for(self, data: dict) -> str:
         """The Pyomo source of `data`'s model (override when the family has structure variants)."""

@@ -9,7 +9,10 @@ skeletons (the model source `model_code_for` gives, which reads its numbers from
 sample of instances of every difficulty and scenario, and over the folder's records when one is given.
 With `--shared-ngrams` it lists the 13-grams the folder's eval items share with its training SFT samples
 (what decontamination compares), the most widely shared first, with their families and an example, and
-per family the share of eval items that hold one: the sources of the overlap, to reword.
+per family the share of eval items that hold one: the sources of the overlap, to reword. With
+`--rendered [FAMILY ...]` it does the same without solving anything: it renders candidates as `trex synth`
+would (eval statements of the named families, or of all, against the training SFT texts of every family),
+which takes seconds, so a family's wording can be checked while it is being written.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ def declared_counts() -> dict[str, dict[str, int]]:
     """family -> split -> the fewest skeletons any representation of it has."""
     from data_synth.families import all_families
 
-    return {name: {split: min(skeleton_count(split, representation, len(family.scenarios), family.phrasings)
+    return {name: {split: min(skeleton_count(split, representation, len(family.scenarios_for(split)),
+                                             family.phrasings)
                               for representation in REPRESENTATIONS) for split in SPLIT_NAMES}
             for name, family in all_families().items()}
 
@@ -142,7 +146,10 @@ def shared_ngrams_report(folder: Path, top: int = 40) -> str:
     evaluation = [(record["id"], record["family"], statement)
                   for split, record, statement in _each_record(folder, lambda record: record["statement"])
                   if split == "eval"]
-    rows = shared_ngrams(_sft_texts(folder), evaluation)
+    return _shared_listing(shared_ngrams(_sft_texts(folder), evaluation), evaluation, top)
+
+
+def _shared_listing(rows: list[dict], evaluation: list[tuple[str, str, str]], top: int) -> str:
     sharing = {item_id for row in rows for item_id in row["eval_ids"]}
     lines = [f"{len(rows)} distinct {NGRAM}-grams of the eval items occur in training; {len(sharing)} of "
              f"{len(evaluation)} eval items ({len(sharing) / max(len(evaluation), 1):.1%}) hold one. "
@@ -167,6 +174,56 @@ def shared_ngrams_report(folder: Path, top: int = 40) -> str:
     for family in sorted(items, key=lambda name: (-touched[name], name)):
         lines.append(f"{family:34} {items[family]:>10} {touched[family]:>11}")
     return "\n".join(lines)
+
+
+def rendered_text(candidate) -> str:
+    """Every message of the training SFT sample `trex synth` would write for `candidate`, rendered without
+    solving (a model answer's objective line is left out: its number is the instance's)."""
+    from data_synth.render import program_data, render_program, request_messages
+    from data_synth.synthesis import candidate_statement
+
+    family, data = candidate.family, candidate.data
+    program = render_program(family, data, candidate.representation, candidate.program_style)
+    messages = request_messages(candidate_statement(candidate), program_data(data, candidate.representation),
+                                candidate.answer_style)
+    formulation = family.formulation(data)
+    answer = {"program": program, "model": formulation}.get(candidate.answer_style, f"{formulation}\n\n{program}")
+    return " ".join(message["content"] for message in messages) + " " + answer
+
+
+def rendered_sample(train_n: int, eval_n: int, families: list[str] | None = None,
+                    seed: int = 0) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """(training (family, text) pairs, eval (id, family, statement) triples) of candidates rendered as
+    `trex synth` renders them, without solving: `train_n` training candidates of every family and `eval_n`
+    eval candidates of each of `families` (all when None; a shared draw over them when empty)."""
+    from data_synth.config import SynthConfig
+    from data_synth.synthesis import candidate_statement, make_candidate, split_families
+
+    config = SynthConfig(seed=seed)
+    train = []
+    for index in range(train_n):
+        candidate = make_candidate(config, "train", index)
+        train.append((candidate.family.name, rendered_text(candidate)))
+    evaluation = []
+    pools = ([[family] for family in split_families(config, "eval") if family.name in families]
+             if families else [None])
+    if families:
+        missing = sorted(set(families) - {pool[0].name for pool in pools})
+        if missing:
+            raise ValueError(f"unknown family {', '.join(missing)}; `python -m data_synth.stats` lists them")
+    for pool in pools:
+        for index in range(eval_n):
+            candidate = make_candidate(config, "eval", index, pool)
+            # one index per family draws alike in every family's pool: the family keeps the ids apart
+            item_id = f"{candidate.family.name}:{candidate.id}" if families else candidate.id
+            evaluation.append((item_id, candidate.family.name, candidate_statement(candidate)))
+    return train, evaluation
+
+
+def rendered_report(families: list[str], train_n: int = 1100, eval_n: int = 20, top: int = 40) -> str:
+    """`shared_ngrams_report`'s listing over freshly rendered candidates instead of a synth folder."""
+    train, evaluation = rendered_sample(train_n, eval_n, families or None)
+    return _shared_listing(shared_ngrams(train, evaluation), evaluation, top)
 
 
 def _clip(text: str, width: int = 240) -> str:
@@ -203,10 +260,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="count program skeletons (structure variants) per family instead of statements")
     parser.add_argument("--shared-ngrams", action="store_true",
                         help=f"list the {NGRAM}-grams the folder's eval items share with its training samples")
+    parser.add_argument("--rendered", nargs="*", metavar="FAMILY",
+                        help="render candidates without solving and list what the eval statements of these "
+                             "families (default: all) share with every family's training texts")
+    parser.add_argument("--train", type=int, default=1100,
+                        help="training candidates to render with --rendered (default 1100)")
+    parser.add_argument("--eval", type=int, default=20,
+                        help="eval candidates per family to render with --rendered (default 20)")
     parser.add_argument("--top", type=int, default=40, help="how many shared n-grams to list (default 40)")
     args = parser.parse_args(argv)
     try:
-        if args.shared_ngrams:
+        if args.rendered is not None:
+            print(rendered_report(args.rendered, args.train, args.eval, args.top))
+        elif args.shared_ngrams:
             if args.folder is None:
                 raise ValueError("--shared-ngrams needs a synth folder: python -m data_synth.stats FOLDER "
                                  "--shared-ngrams")

@@ -181,7 +181,7 @@ def make_candidate(config: SynthConfig, split: str, index: int,
     rng = random.Random(f"trex-synth:{split}:{config.seed}:{index}")
     family = families[rng.randrange(len(families))]
     difficulty = _weighted(rng, config.difficulty, family_difficulties(family))
-    scenario = rng.choice(family.scenarios)
+    scenario = rng.choice(family.scenarios_for(split))
     data = family.sample(rng, difficulty, scenario)
     infeasible = False
     if rng.random() < config.infeasible_share:

@@ -30,8 +30,9 @@ def sandbox():
 
 
 def instance(family, seed: int, difficulty: str):
+    """One instance; odd seeds draw from the eval split's scenarios (the training ones where it has none)."""
     rng = random.Random(f"family-test:{family.name}:{seed}:{difficulty}")
-    scenario = rng.choice(family.scenarios)
+    scenario = rng.choice(family.scenarios_for("eval" if seed % 2 else "train"))
     return rng, scenario, family.sample(rng, difficulty, scenario)
 
 
@@ -62,7 +63,10 @@ def test_family_contract(name):
     assert family.problem_type in ("LP", "MILP", "IP", "QP")
     assert family.sense in ("min", "max")
     assert len(family.scenarios) >= 3, "at least 3 scenario variants"
-    assert len({s.key for s in family.scenarios}) == len(family.scenarios)
+    assert len({s.key for s in family.all_scenarios}) == len(family.all_scenarios), "scenario keys are unique"
+    assert not family.eval_scenarios or len(family.eval_scenarios) >= 2, "at least 2 eval-only scenarios"
+    for scenario in family.eval_scenarios:  # the family reads the same words from either split's scenarios
+        assert set(scenario.words) == set(family.scenarios[0].words), f"eval scenario {scenario.key}'s words"
     assert family.domains and set(family.domains.values()) <= set(DOMAINS)
     assert "model.obj" in family.model_code
     for difficulty in DIFFICULTIES:
@@ -169,7 +173,7 @@ def test_plain_sets_replaces_only_simple_sets():
 @pytest.mark.parametrize("name", FAMILIES)
 def test_family_scenarios_render(name):
     family = all_families()[name]
-    for scenario in family.scenarios:
+    for scenario in family.all_scenarios:
         data = family.sample(random.Random(7), "small", scenario)
         for representation in REPRESENTATIONS:
             assert family.render_statement(data, scenario, representation)

@@ -7,39 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from data_synth.config import SynthConfig
-from data_synth.render import program_data, render_program, request_messages
 from data_synth.statements import overlap_report, shared_ngrams
-from data_synth.synthesis import candidate_statement, make_candidate
+from data_synth.stats import rendered_sample
 
 pytestmark = pytest.mark.slow  # renders 400 candidates of all 55 families (about 20 s)
 
 TRAIN_CANDIDATES, EVAL_CANDIDATES = 300, 100
 
 
-def _sft_text(candidate) -> str:
-    """Every message of the training SFT sample `sft_sample` would write for this candidate."""
-    family, data = candidate.family, candidate.data
-    program = render_program(family, data, candidate.representation, candidate.program_style)
-    messages = request_messages(candidate_statement(candidate), program_data(data, candidate.representation),
-                                candidate.answer_style)
-    formulation = family.formulation(data)
-    answer = {"program": program, "model": formulation}.get(candidate.answer_style, f"{formulation}\n\n{program}")
-    return " ".join(message["content"] for message in messages) + " " + answer
-
-
 @pytest.fixture(scope="module")
 def sample():
-    config = SynthConfig()
-    train = []
-    for index in range(TRAIN_CANDIDATES):
-        candidate = make_candidate(config, "train", index)
-        train.append((candidate.family.name, _sft_text(candidate)))
-    evaluation = []
-    for index in range(EVAL_CANDIDATES):
-        candidate = make_candidate(config, "eval", index)
-        evaluation.append((candidate.id, candidate.family.name, candidate_statement(candidate)))
-    return train, evaluation
+    return rendered_sample(TRAIN_CANDIDATES, EVAL_CANDIDATES)
 
 
 def _report(sample) -> tuple[dict, list[dict]]:

@@ -217,6 +217,18 @@ def test_stats_lists_shared_ngrams_of_a_folder(tmp_path, capsys):
     assert main(["--shared-ngrams"]) == 2 and "needs a synth folder" in capsys.readouterr().err
 
 
+def test_stats_renders_a_familys_eval_statements_against_training_without_solving(capsys):
+    """`--rendered knapsack_01` draws that family's eval candidates alone (ids carry the family) against
+    training texts of every family; an unknown family is an error naming it."""
+    assert main(["--rendered", "knapsack_01", "--train", "40", "--eval", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "of 3 eval items" in printed
+    table = printed.split("sharing one")[1].split()
+    assert table[:2] == ["knapsack_01", "3"] and len(table) == 3, printed
+    assert main(["--rendered", "no_such_family", "--train", "1", "--eval", "1"]) == 2
+    assert "unknown family no_such_family" in capsys.readouterr().err
+
+
 def test_stats_names_a_folder_that_is_not_a_synth_folder(tmp_path, capsys):
     assert main([str(tmp_path)]) == 2
     assert "not a synth folder" in capsys.readouterr().err
