@@ -243,8 +243,10 @@ _PROTECTED = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 def rephrase(text: str, split: str, variant: int, rules: list[Phrasing], names: Iterable[str] = ()) -> str:
     """Every rule's matches written with the wording `variant` picks for it; code and `names` stay as
     they are. One combined pass, so a replacement is never rewritten by a later rule."""
-    choice_rng = random.Random(f"trex-phrasing:{split}:{variant}")
-    chosen = [choice_rng.choice(rule.alternatives(split)) for rule in rules]
+    # each rule draws from its own stream, so adding a rule (or an eval wording) leaves every other rule's
+    # choice, and so every statement it does not match, as it was
+    chosen = [random.Random(f"trex-phrasing:{split}:{variant}:{rule.pattern}").choice(rule.alternatives(split))
+              for rule in rules]
     combined = re.compile("|".join(f"(?P<r{i}>{rule.pattern})" for i, rule in enumerate(rules)), re.IGNORECASE)
 
     def replace(match: re.Match) -> str:
