@@ -16,6 +16,7 @@ texts, signatures and tokens wait in scratch files beside the output folder, rem
 from __future__ import annotations
 
 import array
+import dataclasses
 import itertools
 import os
 import shutil
@@ -219,12 +220,10 @@ def build_cpt(
 
 
 def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, started, show_progress, save_recipe):
-    seq_len = config.cpt.seq_len
     exclusions = ExclusionLog()  # bad input, as the readers meet it
     cleaning_exclusions = ExclusionLog()  # drops of the cleaning pass, listed after the bad input
     bad = BadInput(exclusions, config.skip_bad)
     hasher = WordHasher()
-    rng = np.random.default_rng(config.seed)
     phase = build.PhaseTimer()
     source_names = [s.path for s in sources]
     source_number = {name: number for number, name in enumerate(source_names)}
@@ -274,45 +273,96 @@ def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, sta
             token_file = work / "tokens.i32"
             offsets = _tokenize_to_file(tokenizer, spill, token_file)
             spill.path.unlink()
-        lengths = np.diff(offsets)
-        kept_source_numbers = np.frombuffer(kept_source, dtype=np.uint16)
+        corpus = Corpus(TokenStore([token_file], [offsets]), np.frombuffer(kept_source, dtype=np.uint16),
+                        read_counts, exclusions, tokenizer,
+                        benchmarks.item_counts if benchmarks is not None else None)
+        return finish_cpt(config, out, sources, folder, corpus, phase, progress, started, save_recipe)
 
-        train_items, validation_items = build.split_validation(lengths, config.validation_share, seq_len, rng)
-        shares = {s.path: s.share for s in sources}
-        split_rows = {}
-        mixes = {}
-        pack_task = progress.add_task("mixing + packing", total=2)
-        rows_per_chunk = max(1, CHUNK_TOKENS // seq_len)
-        with open(token_file, "rb") as tokens:
 
-            def read_tokens(document: int, start: int, stop: int) -> np.ndarray:
-                data = os.pread(tokens.fileno(), (stop - start) * 4, int(offsets[document] + start) * 4)
-                return np.frombuffer(data, dtype=np.int32)
+@dataclasses.dataclass
+class Corpus:
+    """The cleaned, tokenized documents a CPT build mixes and packs: per kept document (in read order)
+    its tokens (`tokens`) and source number, with what reading and cleaning counted."""
 
-            for split, items, max_upsample, total in (
-                ("train", train_items, config.max_upsample, config.cpt.total_tokens),
-                ("validation", validation_items, 1.0, 0),
-            ):
-                with phase("mix"):
-                    items = np.asarray(items, dtype=np.int64)
-                    by_source = {name: items[kept_source_numbers[items] == number]
-                                 for number, name in enumerate(source_names)}
-                    token_counts = {name: lengths[by_source[name]] for name in source_names}
-                    mix = mix_by_shares(token_counts, shares, total, max_upsample, rng)
-                    order = np.concatenate(
-                        [by_source[name][np.asarray(mix[name].selected, dtype=np.int64)] for name in source_names]
-                    )
-                    order = order[rng.permutation(len(order))]
-                writer = RowWriter(out / split)
-                for chunk in _timed(phase, "pack", pack_in_chunks(lengths, order, seq_len, read_tokens, rows_per_chunk)):
-                    with phase("save"):
-                        writer.append(chunk[0], chunk[2], chunk[1])
+    tokens: TokenStore
+    source_numbers: np.ndarray  # uint16, one per kept document
+    read_counts: dict[str, int]  # documents read per source
+    exclusions: ExclusionLog
+    tokenizer: object
+    benchmark_items: dict[str, int] | None  # decontamination's benchmark item counts, None without
+
+
+class TokenStore:
+    """Token files of int32 ids (each with int64 offsets: document i of a file is tokens `[offsets[i],
+    offsets[i+1])`), read as one sequence of documents by `pread`: the corpus is never in memory."""
+
+    def __init__(self, files: list[Path], offsets: list[np.ndarray]) -> None:
+        self.files = [Path(file) for file in files]
+        self.offsets = offsets
+        counts = np.array([len(o) - 1 for o in offsets], dtype=np.int64)
+        self.first = np.concatenate([[0], np.cumsum(counts)])  # global number of each file's first document
+        self.lengths = np.concatenate([np.diff(o) for o in offsets]) if offsets else np.zeros(0, np.int64)
+        self._descriptors: list[int] = []
+
+    def __enter__(self) -> TokenStore:
+        self._descriptors = [os.open(file, os.O_RDONLY) for file in self.files]
+        return self
+
+    def __exit__(self, *_) -> None:
+        for descriptor in self._descriptors:
+            os.close(descriptor)
+        self._descriptors = []
+
+    def read(self, document: int, start: int, stop: int) -> np.ndarray:
+        """Tokens `[start, stop)` of global document `document`."""
+        file = int(np.searchsorted(self.first, document, side="right")) - 1
+        base = int(self.offsets[file][document - self.first[file]])
+        data = os.pread(self._descriptors[file], (stop - start) * 4, (base + start) * 4)
+        return np.frombuffer(data, dtype=np.int32)
+
+
+def finish_cpt(config, out, sources, folder, corpus: Corpus, phase, progress, started, save_recipe) -> dict:
+    """Split, mix, shuffle and pack `corpus` into `out`, then write its card, stats and manifest: the part
+    of the build after tokenizing, the same for one process and for sharded tasks."""
+    seq_len = config.cpt.seq_len
+    rng = np.random.default_rng(config.seed)
+    exclusions, tokenizer = corpus.exclusions, corpus.tokenizer
+    read_counts, documents_read = corpus.read_counts, sum(corpus.read_counts.values())
+    source_names = [s.path for s in sources]
+    lengths = corpus.tokens.lengths
+    kept_source_numbers = corpus.source_numbers
+    documents_kept = len(lengths)
+    train_items, validation_items = build.split_validation(lengths, config.validation_share, seq_len, rng)
+    shares = {s.path: s.share for s in sources}
+    split_rows = {}
+    mixes = {}
+    pack_task = progress.add_task("mixing + packing", total=2)
+    rows_per_chunk = max(1, CHUNK_TOKENS // seq_len)
+    with corpus.tokens as tokens:
+        for split, items, max_upsample, total in (
+            ("train", train_items, config.max_upsample, config.cpt.total_tokens),
+            ("validation", validation_items, 1.0, 0),
+        ):
+            with phase("mix"):
+                items = np.asarray(items, dtype=np.int64)
+                by_source = {name: items[kept_source_numbers[items] == number]
+                             for number, name in enumerate(source_names)}
+                token_counts = {name: lengths[by_source[name]] for name in source_names}
+                mix = mix_by_shares(token_counts, shares, total, max_upsample, rng)
+                order = np.concatenate(
+                    [by_source[name][np.asarray(mix[name].selected, dtype=np.int64)] for name in source_names]
+                )
+                order = order[rng.permutation(len(order))]
+            writer = RowWriter(out / split)
+            for chunk in _timed(phase, "pack", pack_in_chunks(lengths, order, seq_len, tokens.read, rows_per_chunk)):
                 with phase("save"):
-                    rows = writer.close()
-                tail = tail_tokens(lengths, order, seq_len)
-                split_rows[split] = {"rows": rows, "tokens": rows * seq_len, "tail_tokens_dropped": tail}
-                mixes[split] = mix
-                progress.advance(pack_task)
+                    writer.append(chunk[0], chunk[2], chunk[1])
+            with phase("save"):
+                rows = writer.close()
+            tail = tail_tokens(lengths, order, seq_len)
+            split_rows[split] = {"rows": rows, "tokens": rows * seq_len, "tail_tokens_dropped": tail}
+            mixes[split] = mix
+            progress.advance(pack_task)
 
     wall = time.perf_counter() - started
     kept_counts = np.bincount(kept_source_numbers, minlength=len(source_names))
@@ -347,7 +397,7 @@ def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, sta
         "out": str(out),
         "sources": source_rows,
         "documents_read": documents_read,
-        "documents_kept": spill.count,
+        "documents_kept": documents_kept,
         "drops_by_reason": exclusions.by_reason(),
         "splits": split_rows,
         "tokenizer": {"origin": tokenizer.origin, "vocab_size": tokenizer.vocab_size},
@@ -356,8 +406,8 @@ def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, sta
         "versions": dataset_card.software_versions(),
         "lengths": dataset_card.length_summary(lengths),
         "histogram": histogram,
-        "decontamination": {"ngram": config.decontaminate_ngram, "benchmarks": benchmarks.item_counts}
-        if benchmarks
+        "decontamination": {"ngram": config.decontaminate_ngram, "benchmarks": corpus.benchmark_items}
+        if corpus.benchmark_items is not None
         else None,
         "wall_time_s": round(wall, 3),
         "phase_seconds": phase.seconds,
@@ -370,7 +420,7 @@ def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, sta
     folder.finish(
         counts={
             "documents_read": documents_read,
-            "documents_kept": spill.count,
+            "documents_kept": documents_kept,
             "train_rows": split_rows["train"]["rows"],
             "validation_rows": split_rows["validation"]["rows"],
             "train_tokens": split_rows["train"]["tokens"],

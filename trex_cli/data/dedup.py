@@ -81,7 +81,7 @@ class Deduplicator:
 
     def check(self, item_id: str, word_hashes: np.ndarray) -> Duplicate | None:
         if self.exact:
-            key = hashlib.blake2b(word_hashes.tobytes(), digest_size=16).digest()
+            key = exact_digest(word_hashes)
             first = self._exact_seen.get(key)
             if first is not None:
                 return Duplicate("exact_duplicate", first, 1.0)
@@ -103,6 +103,11 @@ class Deduplicator:
         self._ids_by_key[key_in_index] = item_id
         self._lsh.insert(key_in_index, minhash, check_duplication=False)
         return None
+
+
+def exact_digest(word_hashes: np.ndarray) -> bytes:
+    """The 16-byte key of exact dedup: equal word sequences, equal keys."""
+    return hashlib.blake2b(word_hashes.tobytes(), digest_size=16).digest()
 
 
 class SignatureFile:
@@ -180,15 +185,20 @@ class BandedDeduplicator(Deduplicator):
         return keys.tolist()
 
     def check(self, item_id: str, word_hashes: np.ndarray) -> Duplicate | None:
+        return self.decide(item_id, exact_digest(word_hashes) if self.exact else None,
+                           self.signature(word_hashes) if self.near else None)
+
+    def decide(self, item_id: str, digest: bytes | None, signature: np.ndarray | None) -> Duplicate | None:
+        """`check` on what it computes from the words: the exact digest (`exact_digest`, None without
+        exact dedup) and the MinHash signature (None without near dedup). A sharded build computes these
+        in its tasks and decides here, in read order, so the first copy wins as in one process."""
         if self.exact:
-            key = hashlib.blake2b(word_hashes.tobytes(), digest_size=16).digest()
-            first = self._exact_seen.get(key)
+            first = self._exact_seen.get(digest)
             if first is not None:
                 return Duplicate("exact_duplicate", first, 1.0)
-            self._exact_seen[key] = item_id
+            self._exact_seen[digest] = item_id
         if not self.near:
             return None
-        signature = self.signature(word_hashes)
         keys = self.band_keys(signature)
         candidates: set[int] = set()
         for bucket, key in zip(self._buckets, keys, strict=True):

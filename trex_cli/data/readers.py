@@ -222,34 +222,56 @@ def read_documents(spec: SourceSpec, bad: BadInput) -> list[Document]:
 def iter_documents(spec: SourceSpec, bad: BadInput) -> Iterator[Document]:
     """The documents of one CPT source, one at a time, in `read_documents`' order (a build that
     streams holds one document, not the source)."""
+    for unit in document_units(spec):
+        yield from unit_documents(spec, unit, bad)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A piece of a CPT source read as one: a file of it, or the whole source (a table, a Hub dataset).
+    A source's documents are its units' documents, in order; sharded builds give each task whole units."""
+
+    source: str
+    file: str | None  # None: the whole source
+
+
+def document_units(spec: SourceSpec, warn_ignored: bool = True) -> list[Unit]:
+    """The units of one CPT source, in reading order (a folder's files sorted by path)."""
     path = Path(spec.path)
     kind = source_kind(path)
     if kind == "synth":
         folder = path / "cpt_docs"
         if not folder.is_dir():
             raise ValueError(f"synth folder {path} has no cpt_docs/ (run `trex synth` with CPT documents on)")
-        for file in _jsonl_files(folder):
-            yield from _documents_from_records(_jsonl_records(file, spec.path, bad, False), spec, bad)
-        return
+        return [Unit(spec.path, str(file)) for file in _jsonl_files(folder)]
     if kind in ("hub", "dataset"):
-        yield from _documents_from_records(_table_records(spec, required=_text_column(spec)), spec, bad)
-        return
+        return [Unit(spec.path, None)]
     if kind == "file":
-        yield from _documents_from_file(path, spec, bad)
-        return
-    ignored = []
+        return [Unit(spec.path, str(path))]
+    units, ignored = [], []
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         if file.suffix.lower() in TEXT_SUFFIXES + MODEL_SUFFIXES + (".jsonl",):
-            yield from _documents_from_file(file, spec, bad)
+            units.append(Unit(spec.path, str(file)))
         elif not file.name.startswith("."):
             ignored.append(file.name)
-    if ignored:
+    if ignored and warn_ignored:
         from trex_cli.console import warn
 
         warn(
             f"{path}: {len(ignored)} files of other types are not read (e.g. {', '.join(ignored[:3])}); "
             f"resource folders hold .md, .txt, .jsonl, .mps and .lp files (read data files as {HUB_PREFIX}{path})"
         )
+    return units
+
+
+def unit_documents(spec: SourceSpec, unit: Unit, bad: BadInput) -> Iterator[Document]:
+    """The documents of one unit of `spec` (`document_units`)."""
+    if unit.file is None:
+        yield from _documents_from_records(_table_records(spec, required=_text_column(spec)), spec, bad)
+    elif source_kind(Path(spec.path)) == "synth":
+        yield from _documents_from_records(_jsonl_records(Path(unit.file), spec.path, bad, False), spec, bad)
+    else:
+        yield from _documents_from_file(Path(unit.file), spec, bad)
 
 
 def _documents_from_file(file: Path, spec: SourceSpec, bad: BadInput) -> Iterable[Document]:
