@@ -45,6 +45,12 @@ SkipBadOption = Annotated[bool | None, typer.Option(
     show_default="data.skip_bad: false")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Rebuild even if the folder is finished.")]
 ShowProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars on stderr.")]
+ExecutorOption = Annotated[str | None, typer.Option(
+    "--executor", help="Where the tasks run: local, slurm or ray (\\[run.executor] kind).",
+    show_default="run.executor.kind: local")]
+TasksOption = Annotated[int | None, typer.Option(
+    "--tasks", help="Tasks the documents are sharded into, by source file (the dataset does not depend on it).",
+    show_default="run.executor.tasks: 1")]
 
 
 def _run(kind, recipe_path, overrides, sources, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
@@ -125,10 +131,14 @@ def cpt(
     skip_bad: SkipBadOption = None,
     force: ForceOption = False,
     show_progress: ShowProgressOption = True,
+    executor: ExecutorOption = None,
+    tasks: TasksOption = None,
 ) -> None:
     """Build the CPT dataset: documents plus EOS, mixed by token shares, packed into rows of exactly seq_len."""
+    from trex_cli.executors import executor_flags
+
     result = _run("cpt", recipe, overrides, source, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
-                  run_dir, skip_bad, force, show_progress)
+                  run_dir, skip_bad, force, show_progress, extra=executor_flags(executor, tasks))
     _print_summary(result, "CPT sources")
 
 

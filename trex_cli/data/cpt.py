@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +36,7 @@ from trex_cli.data.exclusions import ExclusionLog
 from trex_cli.data.mixing import mix_by_shares
 from trex_cli.data.normalize import WordHasher, normalize_text
 from trex_cli.data.readers import BadInput, Document, iter_documents
+from trex_cli.data.sharded import batches, spilled_texts
 from trex_cli.data.shards import RowWriter, write_dataset_dict
 from trex_cli.data.tokenizer import load_tokenizer, train_tokenizer
 
@@ -138,31 +139,22 @@ class TextSpill:
         self._file.close()
 
     def __iter__(self) -> Iterator[str]:
-        with open(self.path, "rb", buffering=1 << 20) as stream:
-            while header := stream.read(8):
-                yield stream.read(int.from_bytes(header, "little")).decode("utf-8")
+        return spilled_texts(self.path)
 
     def batches(self, size: int) -> Iterator[list[str]]:
-        batch: list[str] = []
-        for text in self:
-            batch.append(text)
-            if len(batch) == size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        return batches(iter(self), size)
 
 
-def _tokenize_to_file(tokenizer, spill: TextSpill, path: Path, batch: int = 512) -> np.ndarray:
-    """`[bos] + ids + [eos]` of every spilled text appended to `path` as int32; returns the int64
-    offsets (document i is tokens `[offsets[i], offsets[i+1])`). Batches are small: the tokenizer
-    returns Python lists, about 36 bytes per token while a batch is in flight."""
+def tokenize_to_file(tokenizer, text_batches: Iterable[list[str]], count: int, path: Path) -> np.ndarray:
+    """`[bos] + ids + [eos]` of every text (`count` of them, in batches) appended to `path` as int32;
+    returns the int64 offsets (document i is tokens `[offsets[i], offsets[i+1])`). Batches are small:
+    the tokenizer returns Python lists, about 36 bytes per token while a batch is in flight."""
     bos = tokenizer.bos_token_id
     extra = 1 if bos is None else 2
-    offsets = np.zeros(spill.count + 1, dtype=np.int64)
+    offsets = np.zeros(count + 1, dtype=np.int64)
     done = 0
     with open(path, "wb") as stream:
-        for texts in spill.batches(batch):
+        for texts in text_batches:
             encoded = tokenizer.encode_many(texts)
             lengths = np.fromiter((len(ids) + extra for ids in encoded), dtype=np.int64, count=len(encoded))
             ends = np.cumsum(lengths)
@@ -197,9 +189,12 @@ def build_cpt(
     force: bool = False,
     show_progress: bool = True,
     save_recipe: Callable[[Path], object] | None = None,
+    executor=None,
 ) -> dict | None:
     """Build the CPT data folder `out`; returns the summary (also saved in stats.json), or None when
-    `out` holds this build finished already.
+    `out` holds this build finished already. `executor` (`[run.executor]`) with more than one task, or a
+    cluster executor, runs the per-document work as sharded tasks (`trex_cli.data.sharded`): the same
+    dataset; None or one local task builds in this process.
 
     The build streams: documents are read, normalized and cleaned one at a time and the kept texts go
     to a scratch file; the tokenizer trains from that file, tokens go to a second one, and rows are
@@ -207,10 +202,18 @@ def build_cpt(
     counts, source numbers, dedup keys), so peak memory follows the document count, not the corpus
     size; the output is the in-memory build's, row for row."""
     started = time.perf_counter()
+    if executor is not None:
+        from trex_cli.executors import check_settings
+
+        check_settings(executor)  # bad executor settings: an error before any work
     plan = build.plan_build(config, "cpt", out, run_dir, force)
     config, sources, tokenizer_path, folder = plan.config, plan.sources, plan.tokenizer_path, plan.folder
     if build.finished_already(folder):
         return None
+    if executor is not None and (executor.kind != "local" or executor.tasks > 1):
+        from trex_cli.data.sharded import build_cpt_sharded
+
+        return build_cpt_sharded(config, plan, Path(out), executor, started, show_progress, save_recipe)
     work = _work_folder(Path(out))
     try:
         return _build_cpt_streaming(config, Path(out), sources, tokenizer_path, folder, work, started,
@@ -271,7 +274,7 @@ def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, sta
             tokenizer.save(saved_tokenizer)
         with phase("tokenize"):
             token_file = work / "tokens.i32"
-            offsets = _tokenize_to_file(tokenizer, spill, token_file)
+            offsets = tokenize_to_file(tokenizer, spill.batches(512), spill.count, token_file)
             spill.path.unlink()
         corpus = Corpus(TokenStore([token_file], [offsets]), np.frombuffer(kept_source, dtype=np.uint16),
                         read_counts, exclusions, tokenizer,

@@ -43,8 +43,9 @@ class DataStage(Stage):
         from trex_cli.data.cpt import build_cpt
         from trex_cli.data.sft import build_sft
 
-        builder = build_cpt if self.kind == "cpt" else build_sft
-        return builder(
-            self.config(), self.folder, self.layout.root, force=force, show_progress=show_progress,
-            save_recipe=lambda folder: self.recipe.save_resolved(folder, ["run", "data"]),
-        )
+        save_recipe = lambda folder: self.recipe.save_resolved(folder, ["run", "data"])  # noqa: E731
+        if self.kind == "cpt":  # its per-document work runs as sharded tasks on [run.executor]
+            return build_cpt(self.config(), self.folder, self.layout.root, force=force, show_progress=show_progress,
+                             save_recipe=save_recipe, executor=self.recipe.section("run").executor)
+        return build_sft(self.config(), self.folder, self.layout.root, force=force, show_progress=show_progress,
+                         save_recipe=save_recipe)
