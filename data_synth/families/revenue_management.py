@@ -53,6 +53,24 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other carriers, hubs, stops and fare products than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("ferry", "island ferries", {
+        "company": "an island ferry operator", "hub": "Piraeus",
+        "origins": ["Chios", "Lesbos", "Samos", "Ikaria", "Lemnos", "Kos", "Patmos", "Leros"],
+        "destinations": ["Naxos", "Paros", "Milos", "Syros", "Tinos", "Sifnos", "Andros", "Serifos"],
+        "classes": ["cabin", "lounge", "deck"], "seat": "berth", "leg_word": "ferry crossing",
+        "money": "euros", "when": "the August peak sailings",
+    }),
+    Scenario("longbus", "long-distance buses", {
+        "company": "a long-distance bus line", "hub": "Madrid",
+        "origins": ["Bilbao", "Santander", "Oviedo", "Leon", "Burgos", "Gijon", "Vigo", "Zaragoza"],
+        "destinations": ["Seville", "Malaga", "Granada", "Cordoba", "Cadiz", "Almeria", "Murcia", "Huelva"],
+        "classes": ["supra", "comfort", "basic"], "seat": "seat", "leg_word": "bus route",
+        "money": "euros", "when": "the Easter week services",
+    }),
+)
+
 
 class RevenueManagement(ProblemFamily):
     name = "revenue_management"
@@ -60,6 +78,7 @@ class RevenueManagement(ProblemFamily):
     problem_type = "LP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"sell": "nonnegative"}
     industrial = True
     phrasings = (
@@ -74,6 +93,18 @@ class RevenueManagement(ProblemFamily):
         Phrasing(r"\bSeat counts may be fractional \(they are booking limits\)\.",
                  ("Seat counts may be fractional (they are booking limits).",),
                  ("The allocation may use fractions of a seat (it sets booking limits).",)),
+        Phrasing(r"\bis a leg of the network; a journey between two spokes uses both of its legs\.",
+                 ("is a leg of the network; a journey between two spokes uses both of its legs.",),
+                 ("counts as one leg, and a trip from one spoke to another takes both of those legs.",)),
+        Phrasing(r"\bclass may take no more than\b", ("class may take no more than",),
+                 ("class is limited to at most",)),
+        Phrasing(r"\bof the leg's seats\.", ("of the leg's seats.",), ("of that leg's capacity.",)),
+        Phrasing(r"\bContracted seats that must be sold:", ("Contracted seats that must be sold:",),
+                 ("Seats already promised under contract, to be sold in any case:",)),
+        Phrasing(r"\bSeats are sold whole\.", ("Seats are sold whole.",), ("Only whole seats can be sold.",)),
+        Phrasing(r"\bHow many seats of each class should be sold on each itinerary to maximize fare revenue\b",
+                 ("How many seats of each class should be sold on each itinerary to maximize fare revenue",),
+                 ("Which numbers of seats per class and itinerary bring in the greatest fare revenue",)),
     )
     data_fields = {
         "legs": "list of leg names (origin-destination of one service)",
@@ -241,6 +272,10 @@ model.committed = pyo.Constraint(
                     f"journey runs through {words['hub']} and is sold as {join_names(classes)}.",
             "coach": f"For {words['when']}, {words['company']} sets its booking limits on its network around "
                      f"{words['hub']}, with fares {join_names(classes)}.",
+            "ferry": f"{words['company'].capitalize()} plans how many places to sell for {words['when']}, all "
+                     f"routed via {words['hub']}, in the classes {join_names(classes)}.",
+            "longbus": f"Ahead of {words['when']}, {words['company']} decides how many tickets to release across "
+                       f"its network centred on {words['hub']}; its fare products are {join_names(classes)}.",
         }[scenario.key]
         network = (f"Each {leg_word} is a leg of the network; a journey between two spokes uses both of its legs. "
                    "Selling more seats than the forecast demand is pointless.")

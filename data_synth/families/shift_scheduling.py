@@ -39,6 +39,19 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other organisations and workers than any training scenario; their blocks are labelled
+# "00:00 to 04:00", so a run of clock times is no run that training also has
+EVAL_SCENARIOS = (
+    Scenario("parcel_hub", "parcel logistics", {
+        "organisation": "an overnight parcel sorting hub", "worker": "sorter", "money": "euros",
+        "wage_range": (16, 23), "need": "sorters at the belts",
+    }),
+    Scenario("checkpoint", "airport security", {
+        "organisation": "an airport security checkpoint", "worker": "screener", "money": "pounds",
+        "wage_range": (17, 25), "need": "screeners staffing the lanes",
+    }),
+)
+
 # the shape of demand over a day: quiet at night, peaks late morning and early evening
 DAY_PROFILE = [0.35, 0.3, 0.3, 0.45, 0.75, 0.95, 1.0, 0.9, 0.85, 0.95, 1.0, 0.8, 0.55]
 
@@ -53,12 +66,35 @@ class ShiftScheduling(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"staff": "nonnegative_integer"}
     # the blocks a shift covers are names (kept verbatim): eval joins them with words, so that a listing
     # of clock times is no run of 13 tokens that training also has
     phrasings = (
         Phrasing(r"(?<![\w)\]]), (?![\w(])", (", ",), (", then ",)),
         Phrasing(r"\bshift covers\b", ("shift covers",), ("shift spans",)),
+        Phrasing(r"\bruns around the clock and the same roster repeats every day, so shifts that start late in the "
+                 r"evening continue past midnight into the next morning's blocks\.",
+                 ("runs around the clock and the same roster repeats every day, so shifts that start late in the "
+                  "evening continue past midnight into the next morning's blocks.",),
+                 ("operates day and night with one daily roster, so a shift beginning late in the evening carries "
+                  "on after midnight into the following morning's blocks.",)),
+        Phrasing(r"\bThe day is split into\b", ("The day is split into",), ("Each day is cut into",)),
+        Phrasing(r"\bblocks, each with a minimum number of\b", ("blocks, each with a minimum number of",),
+                 ("blocks, and every block needs at least a set number of",)),
+        Phrasing(r"\bBecause of a hiring freeze,", ("Because of a hiring freeze,",), ("With hiring frozen,",)),
+        Phrasing(r"\bcan be rostered in total\.", ("can be rostered in total.",),
+                 ("may appear on the roster overall.",)),
+        Phrasing(r"\bWorkstations are limited:", ("Workstations are limited:",),
+                 ("Only so many workstations exist:",)),
+        Phrasing(r"\bcan start the same shift\.", ("can start the same shift.",), ("may begin any single shift.",)),
+        Phrasing(r"\bA shift that is used at all\b", ("A shift that is used at all",),
+                 ("Any shift that is staffed",)),
+        Phrasing(r"; a shift may also stay empty\.", ("; a shift may also stay empty.",),
+                 ("; leaving a shift unstaffed is allowed too.",)),
+        Phrasing(r"\bshould start each shift so that every block is covered, at minimum total daily wage cost\?",
+                 ("should start each shift so that every block is covered, at minimum total daily wage cost?",),
+                 ("are to begin each shift so that all blocks are staffed at the lowest total daily wage bill?",)),
     )
     data_fields = {
         "blocks": "list of the time blocks of the day, in order",
@@ -126,7 +162,8 @@ model.crew_max = pyo.Constraint(data["shifts"], rule=lambda model, s: model.staf
         words = scenario.words
         block_hours = size_for(difficulty, 4, 3, 2)
         n_blocks = 24 // block_hours
-        blocks = [f"{_clock(k * block_hours)}-{_clock((k + 1) * block_hours)}" for k in range(n_blocks)]
+        dash = " to " if scenario in self.eval_scenarios else "-"
+        blocks = [f"{_clock(k * block_hours)}{dash}{_clock((k + 1) * block_hours)}" for k in range(n_blocks)]
         peak = rng.randint(6, 30) if scenario.key != "hospital" else rng.randint(6, 16)
         required = {}
         for k, block in enumerate(blocks):
