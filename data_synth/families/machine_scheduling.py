@@ -45,6 +45,19 @@ SCENARIOS = (
         "time_unit": "minute", "base": (15, 90),
     }),
 )
+# the eval split's own industries, companies and machine names (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("bakery", "industrial baking", {
+        "company": "an industrial bakery", "job": "dough lot", "jobs_word": "dough lots", "job_prefix": "Lot ", "machine": "baking oven", "machines_word": "baking ovens",
+        "machines": ["Tunnel Oven North", "Deck Oven East", "Rack Oven West", "Convection Oven South"], "unit": "minutes",
+        "time_unit": "minute", "base": (25, 110),
+    }),
+    Scenario("lab", "clinical diagnostics", {
+        "company": "a diagnostics laboratory", "job": "assay tray", "jobs_word": "assay trays", "job_prefix": "Tray ", "machine": "blood analyser", "machines_word": "blood analysers",
+        "machines": ["Cobas unit", "Alinity unit", "Atellica unit", "Vitros unit"], "unit": "minutes",
+        "time_unit": "minute", "base": (20, 100),
+    }),
+)
 
 
 class MachineScheduling(ProblemFamily):
@@ -53,6 +66,7 @@ class MachineScheduling(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"assign": "binary", "makespan": "nonnegative"}
     # the family's fixed sentences of the optional rules, in other words for each split (data_synth.statements)
     phrasings = (
@@ -65,6 +79,36 @@ class MachineScheduling(ProblemFamily):
                  ("operates is charged at its running rate",)),
         Phrasing(r"\bthat are free start now\b", ("that are free start now", "that are idle begin at once"),
                  ("without earlier work start immediately",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bto run on\b", ("to run on",), ("waiting for",)),
+        Phrasing(r"\bruns on exactly one\b", ("runs on exactly one",), ("is processed by a single",)),
+        Phrasing(r"\bwithout interruption; a\b", ("without interruption; a",), ("in one go with no pauses; each",)),
+        Phrasing(r"\bhandles one\b", ("handles one",), ("processes a single",)),
+        Phrasing(r"\bat a time, and\b", ("at a time, and",), ("at any moment, and",)),
+        Phrasing(r"\bare not identical, so the processing time depends on the\b",
+                 ("are not identical, so the processing time depends on the",),
+                 ("differ from one another, hence the duration varies with the chosen",)),
+        Phrasing(r"\bbe assigned to the\b", ("be assigned to the",), ("be allocated among the",)),
+        Phrasing(r"\bso that all work is finished as early as possible\?",
+                 ("so that all work is finished as early as possible?",),
+                 ("for the whole workload to be completed at the earliest moment?",)),
+        Phrasing(r"\bminimum makespan \(the time at which the last\b",
+                 ("minimum makespan (the time at which the last",),
+                 ("smallest achievable makespan (the moment when the final",)),
+        Phrasing(r"\bso that everything is finished in time at\b", ("so that everything is finished in time at",),
+                 ("so that the whole workload meets the time limit at",)),
+        Phrasing(r"\btotal running cost\b", ("total running cost",), ("bill for machine running time",)),
+        Phrasing(r"\bEverything must be finished within\b", ("Everything must be finished within",),
+                 ("The complete workload has to be done inside",)),
+        Phrasing(r"\bbecomes available after\b", ("becomes available after",), ("is free only after",)),
+        Phrasing(r"\bit then runs its\b", ("it then runs its",), ("only afterwards can it take its",)),
+        Phrasing(r"\bcannot run on\b", ("cannot run on",), ("is not allowed on",)),
+        Phrasing(r"\btakes\b", ("takes",), ("needs",)),
+        Phrasing(r"\bprocessing time of the job if it runs on that machine\b",
+                 ("processing time of the job if it runs on that machine",),
+                 ("duration of each job when it is placed on each machine",)),
+        Phrasing(r"\bjob names\b", ("job names",), ("the jobs' names",)),
+        Phrasing(r"\bmachine names\b", ("machine names",), ("the machines' names",)),
     )
     data_fields = {
         "jobs": "list of job names",
