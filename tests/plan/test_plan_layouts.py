@@ -247,7 +247,9 @@ def test_gpu_profiles_recommend_only_layouts_the_native_trainer_runs():
     assert PROFILES["h100"].engine == "native" and PROFILES["cloudmatrix384"].engine == "mindspeed"
     assert PROFILES["h100"].compute_efficiency != PROFILES["cloudmatrix384"].compute_efficiency
     layout = PlannedLayout(tp=2, pp=4, ep=8, etp=2, cp=2, noop_layers=(43,))
-    assert engine_problems(layout, job, "native") == ["ETP 2: trex's native trainer keeps expert-TP 1"]
+    assert engine_problems(layout, job, "native") == []  # expert-TP = TP runs natively (issue #21)
+    assert engine_problems(dataclasses.replace(layout, tp=4, ep=4), job, "native") == [
+        "ETP 2: trex's native trainer runs expert-TP 1 or TP (4)"]
     assert engine_problems(layout, job, "mindspeed") == []
     # experts fold into the tensor ranks too: EP 64 on the 64 ranks of a stage (32 DP x 2 TP) runs
     assert engine_problems(dataclasses.replace(layout, cp=1, etp=1, ep=64), job, "native") == []
@@ -256,7 +258,7 @@ def test_gpu_profiles_recommend_only_layouts_the_native_trainer_runs():
         "into"]
     result = search(job, load_cluster("h200"), flops("flash", 32768), micro_batches=(1,))
     assert result.feasible
-    assert all(e.layout.etp == 1 for e in result.feasible)
+    assert all(e.layout.etp in (1, e.layout.tp) for e in result.feasible)
     # the same job on the SuperPOD may use context parallel (MindSpeed-LLM runs it)
     structures = {(e.layout.cp, e.layout.etp) for e in search(job, load_cluster("cloudmatrix384"),
                                                                flops("flash", 32768), micro_batches=(1,)).feasible}

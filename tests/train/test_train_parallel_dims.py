@@ -52,11 +52,11 @@ def test_layout_errors_name_the_fields_and_the_fix():
         ParallelDims.resolve(8, tp=0)
 
 
-def test_the_engine_refuses_what_it_does_not_run_yet():
+def test_the_engine_runs_expert_tensor_parallel():
     dims = ParallelDims.from_section(ParallelSection(cp=2, tp=2, etp=2, ep=2), 8)
     assert (dims.cp, dims.etp, dims.edp) == (2, 2, 2)
-    with pytest.raises(ValueError, match="etp = 2: not yet supported by the native engine"):
-        dims.check_engine_supports()
+    dims.check_engine_supports()
+    assert not dims.experts_split_tokens_over_tp  # each expert is split over the tensor ranks instead
     ParallelDims.from_section(ParallelSection(cp=2, tp=2, ep=2), 8).check_engine_supports()
     ParallelDims.from_section(ParallelSection(tp=2, ep=4), 4).check_engine_supports()
 

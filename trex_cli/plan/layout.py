@@ -184,15 +184,15 @@ ENGINES = ("mindspeed", "native")
 def engine_problems(layout: PlannedLayout, job: Job, engine: str) -> list[str]:
     """What keeps a trex engine from running the layout. MindSpeed-LLM (Ascend) runs every Megatron
     layout. trex's native trainer runs the rules of its `ParallelDims` (trex_cli/train/parallel_dims.py):
-    context parallel, and experts folded into the data, context and tensor ranks of a pipeline stage (EP
-    must divide those ranks, as in Megatron's expert model parallel), but expert-TP 1 only."""
+    context parallel, and experts folded into the data, context and tensor ranks of a pipeline stage (EP x
+    expert-TP must divide those ranks, as in Megatron's expert model parallel; expert-TP is 1 or TP)."""
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine == "mindspeed":
         return []
     problems = []
-    if layout.etp != 1:
-        problems.append(f"ETP {layout.etp}: trex's native trainer keeps expert-TP 1")
+    if layout.etp not in (1, layout.tp):
+        problems.append(f"ETP {layout.etp}: trex's native trainer runs expert-TP 1 or TP ({layout.tp})")
     stage_ranks = job.world // layout.pp
     if stage_ranks and stage_ranks % (layout.ep * layout.etp):
         problems.append(f"EP {layout.ep} x ETP {layout.etp} does not divide the {stage_ranks} ranks of a pipeline "

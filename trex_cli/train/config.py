@@ -43,7 +43,7 @@ class ParallelSection:
     cp: int = 1  # context parallel: each row's sequence split into cp contiguous chunks
     tp: int = 1
     ep: int = 1
-    etp: int = 1  # expert-tensor parallel: 1 or tp (not yet run by the native engine)
+    etp: int = 1  # expert-tensor parallel: 1 or tp
     pp: int = 1
     pp_schedule: Literal["1F1B", "GPipe", "Interleaved1F1B"] = "1F1B"
     # stages per pipeline rank: 1, or >= 2 with "Interleaved1F1B" (T-Rex V4-Pro: 4 layers per virtual stage,

@@ -22,6 +22,15 @@ tensor ranks of a data-parallel rank hold the same tokens: each takes its part o
 router's choices) before step 1 and the layer's output is gathered over the tensor ranks after step 5,
 so every token is routed once. The gradients there are those of a replicated activation (the same on
 every tensor rank): the gather's backward keeps this rank's rows, the split's gathers the rows back.
+
+Expert-tensor parallel (`etp = tp`, Megatron's ETP): the etp group is the tensor group, whose ranks
+hold the same tokens. Each expert's w1/w3 are split by rows of the intermediate dim and w2 by its
+columns over etp (DTensors on the (ep, etp) mesh, `Shard(0)` then `Shard` of the intermediate dim).
+Every etp rank routes all the layer's tokens, dispatching over its own ep group (the ranks with the
+same etp index), so each expert sees each token once per etp slice; the clamped SwiGLU is elementwise,
+so each slice's w2 gives a partial sum of the output, and an all-reduce over etp adds them. Backward:
+the output's gradient is a replicated activation's (identity), and the gradients of the tokens and the
+router weights are partial sums over the slices (all-reduced over etp).
 """
 
 from __future__ import annotations
@@ -106,6 +115,37 @@ class _GatherOverTensorRanks(torch.autograd.Function):
         return grad[start : start + ctx.lengths[ctx.rank]].contiguous(), None, None, None
 
 
+class _CopyToExpertTensorRanks(torch.autograd.Function):
+    """Forward: the tensor as is (every etp rank holds it whole). Backward: the sum over the etp ranks
+    of the partial gradients each slice of the experts gives."""
+
+    @staticmethod
+    def forward(ctx, tensor, group):
+        ctx.group = group
+        return tensor
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
+class _ReduceFromExpertTensorRanks(torch.autograd.Function):
+    """Forward: the sum over the etp ranks of each slice's partial output. Backward: the gradient of a
+    replicated activation, the same on every etp rank, is each partial output's gradient."""
+
+    @staticmethod
+    def forward(ctx, partial, group):
+        total = partial.contiguous().clone()
+        dist.all_reduce(total, group=group)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
 class ExpertParallelExperts(nn.Module):
     """This rank's slice of a layer's routed experts plus the dispatch and combine around them."""
 
@@ -115,7 +155,11 @@ class ExpertParallelExperts(nn.Module):
         ep_mesh: DeviceMesh,
         shared: SharedExpertOverlap | None = None,
         tp_mesh: DeviceMesh | None = None,
+        ep_etp_mesh: DeviceMesh | None = None,
     ):
+        """`ep_etp_mesh`: the expert mesh's (ep, etp) dimensions, for expert-tensor parallel (the
+        weights are then split over etp along the dims the experts module's `tensor_parallel_dims`
+        names); None keeps each expert whole."""
         super().__init__()
         stacked = dict(experts.named_parameters(recurse=False))
         if not stacked:
@@ -130,10 +174,30 @@ class ExpertParallelExperts(nn.Module):
         self.local_experts = self.num_experts // self.ep_size
         self.ep_mesh = ep_mesh
         self.ep_group = ep_mesh.get_group()
+        self.etp_group = None
+        split_dims: dict[str, int] = {}
+        if ep_etp_mesh is not None and ep_etp_mesh["etp"].size() > 1:
+            self.etp_group = ep_etp_mesh["etp"].get_group()
+            etp = ep_etp_mesh["etp"].size()
+            split_dims = getattr(experts, "tensor_parallel_dims", None) or {}
+            if set(split_dims) != set(stacked):
+                raise TypeError(
+                    f"{type(experts).__name__} must name the dim each of {sorted(stacked)} splits on under "
+                    "expert-tensor parallel (its tensor_parallel_dims); set [train.parallel] etp = 1"
+                )
         for name, weight in stacked.items():
             if weight.shape[0] != self.num_experts:
                 raise TypeError(f"expert weight {name} has leading size {weight.shape[0]}, not {self.num_experts}")
-            sharded = nn.Parameter(distribute_tensor(weight.detach(), ep_mesh, [Shard(0)]), weight.requires_grad)
+            if name in split_dims:
+                if weight.shape[split_dims[name]] % etp:
+                    raise ValueError(
+                        f"[train.parallel] etp = {etp} must divide the expert width {weight.shape[split_dims[name]]} "
+                        f"(moe_intermediate_size) of {name}"
+                    )
+                placed = distribute_tensor(weight.detach(), ep_etp_mesh, [Shard(0), Shard(split_dims[name])])
+            else:
+                placed = distribute_tensor(weight.detach(), ep_mesh, [Shard(0)])
+            sharded = nn.Parameter(placed, weight.requires_grad)
             setattr(sharded, EXPERT_PARALLEL_ATTRIBUTE, 1)  # the DTensor placement already counts the ep slices
             self.register_parameter(name, sharded)
         # The model's experts module computes on whatever weights functional_call hands it; it stays
@@ -156,6 +220,15 @@ class ExpertParallelExperts(nn.Module):
 
     def forward(self, tokens: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
         shared = self.__dict__["_shared"]
+        if self.etp_group is not None:
+            partial = self._dispatch_compute_combine(
+                _CopyToExpertTensorRanks.apply(tokens, self.etp_group),
+                topk_ids,
+                _CopyToExpertTensorRanks.apply(topk_weights, self.etp_group),
+                tokens,
+                shared,
+            )
+            return _ReduceFromExpertTensorRanks.apply(partial, self.etp_group)
         if self.tp_group is None:
             return self._dispatch_compute_combine(tokens, topk_ids, topk_weights, tokens, shared)
         lengths = [len(part) for part in torch.arange(tokens.shape[0]).tensor_split(self.tp_size)]
@@ -224,10 +297,15 @@ def blocks_of(model: nn.Module) -> list[nn.Module]:
 
 
 def apply_expert_parallel(
-    model: nn.Module, ep_mesh: DeviceMesh, tp_mesh: DeviceMesh | None = None, overlap_shared: bool = True
+    model: nn.Module,
+    ep_mesh: DeviceMesh,
+    tp_mesh: DeviceMesh | None = None,
+    overlap_shared: bool = True,
+    ep_etp_mesh: DeviceMesh | None = None,
 ) -> int:
     """Swap every layer's routed experts for the expert-parallel version; returns how many. `tp_mesh`:
-    the tensor ranks to split the tokens over before dispatch, when the expert group spans them."""
+    the tensor ranks to split the tokens over before dispatch, when the expert group spans them;
+    `ep_etp_mesh`: the (ep, etp) mesh, to split each expert over etp (expert-tensor parallel)."""
     swapped = 0
     for block in blocks_of(model):
         ffn = getattr(block, "ffn", None)
@@ -237,6 +315,6 @@ def apply_expert_parallel(
         shared = None
         if overlap_shared and isinstance(getattr(ffn, "shared_experts", None), nn.Module):
             shared = SharedExpertOverlap(ffn.shared_experts)
-        ffn.experts = ExpertParallelExperts(experts, ep_mesh, shared, tp_mesh)
+        ffn.experts = ExpertParallelExperts(experts, ep_mesh, shared, tp_mesh, ep_etp_mesh)
         swapped += 1
     return swapped

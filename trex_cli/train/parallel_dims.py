@@ -139,13 +139,9 @@ class ParallelDims:
         )
 
     def check_engine_supports(self) -> None:
-        """The native engine runs every dimension except expert-tensor parallel so far."""
-        for key in ("etp",):
-            if getattr(self, key) > 1:
-                raise ValueError(
-                    f"[train.parallel] {key} = {getattr(self, key)}: not yet supported by the native engine "
-                    f"(it is planned, issue #21); set {key} = 1, or train with engine = \"mindspeed\""
-                )
+        """The native engine runs every layout `resolve` accepts (expert-tensor parallel included, issue
+        #21); this stays the one place a dimension it cannot run would be refused before launch."""
+        return None
 
     # ---- ranks and meshes -------------------------------------------------------------------------
 

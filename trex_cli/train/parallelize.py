@@ -1,12 +1,13 @@
 """Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order:
 
-1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert,
-   while the routed experts keep expert-TP 1 (parallel folding: `parallel_dims.py`);
+1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert;
+   the routed experts follow the expert grid instead (parallel folding: `parallel_dims.py`);
 2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
-   an expert group may span tensor ranks, which then split their shared tokens before dispatch);
+   with expert-TP 1 an expert group may span tensor ranks, which then split their shared tokens before
+   dispatch; with expert-TP = TP each expert is split over the tensor ranks, `expert_parallel.py`);
 3. activation checkpointing (full: every block; selective: every n-th block; or the chosen parts of
    every block: attention, MoE, the mHC mixing);
-4. FSDP2 `fully_shard`: each block is one unit, routed experts under EP get their own unit on the
+4. FSDP2 `fully_shard`: each block is one unit, routed experts under EP / ETP get their own unit on the
    expert-data-parallel ranks, then the root takes the embedding, head and the rest. Mixed precision:
    fp32 master parameters, bf16 compute copies, fp32 gradient reduction. Gradients are summed across
    ranks (the trainer scales each rank's loss by its share of the global batch).
@@ -303,13 +304,14 @@ def parallelize(
     dims = distributed.dims
     if dims.tp > 1:
         apply_tensor_parallel(model, distributed.dense_mesh["tp"])
-    if dims.ep > 1:
+    if dims.ep > 1 or dims.etp > 1:
         token_split = distributed.dense_mesh["tp"] if dims.experts_split_tokens_over_tp else None
-        apply_expert_parallel(model, distributed.expert_mesh["ep"], token_split)
+        ep_etp = distributed.expert_mesh["ep", "etp"] if dims.etp > 1 else None
+        apply_expert_parallel(model, distributed.expert_mesh["ep"], token_split, ep_etp_mesh=ep_etp)
     apply_activation_checkpointing(model, parallel.activation_checkpoint, parallel.selective_every)
     if distributed.world_size == 1 and not parallel.offload_optimizer:
         if compute_dtype == torch.float32:
             return model, None
         return model, OneRankMixedPrecision(model, compute_dtype)
-    apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=dims.ep > 1)
+    apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=dims.ep > 1 or dims.etp > 1)
     return model, None

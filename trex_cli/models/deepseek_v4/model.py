@@ -366,6 +366,9 @@ class Attention(nn.Module):
 class Experts(nn.Module):
     """Routed SwiGLU experts, stacked so that all experts run as grouped matrix multiplications."""
 
+    # the intermediate dim of each stack: expert-tensor parallel splits w1/w3 by rows, w2 by columns
+    tensor_parallel_dims = {"w1": 1, "w3": 1, "w2": 2}
+
     def __init__(self, config: DeepseekV4Config):
         super().__init__()
         experts, inter, hidden = config.n_routed_experts, config.moe_intermediate_size, config.hidden_size
