@@ -28,6 +28,9 @@ LAYOUTS = {
     "cp2": ("2", ["train.parallel.cp=2"]),
     "cp2_fsdp2": ("4", ["train.parallel.cp=2"]),
     "pp2_cp2": ("4", ["train.parallel.pp=2", "train.parallel.cp=2"]),  # each stage on 2 context ranks
+    # expert-tensor parallel: attention 2-way TP x 2-way FSDP; each routed expert split over the 2 tensor
+    # ranks (w1/w3 by rows, w2 by columns), the experts 2-way EP over the data ranks
+    "tp2_ep2_etp2": ("4", ["train.parallel.tp=2", "train.parallel.ep=2", "train.parallel.etp=2"]),
 }
 
 
