@@ -36,7 +36,6 @@ from trex_cli.data.exclusions import ExclusionLog
 from trex_cli.data.mixing import mix_by_shares
 from trex_cli.data.normalize import WordHasher, normalize_text
 from trex_cli.data.readers import BadInput, Document, iter_documents
-from trex_cli.data.sharded import batches, spilled_texts
 from trex_cli.data.shards import RowWriter, write_dataset_dict
 from trex_cli.data.tokenizer import load_tokenizer, train_tokenizer
 
@@ -118,6 +117,25 @@ def pack_in_chunks(
 def tail_tokens(lengths: np.ndarray, order: np.ndarray, seq_len: int) -> int:
     """The tokens of the ordered documents that do not fill a last row."""
     return int(lengths[order].sum()) % seq_len if len(order) else 0
+
+
+def spilled_texts(path: Path) -> Iterator[str]:
+    """The texts of a spill file (8-byte length, UTF-8 bytes, repeated), in order."""
+    with open(path, "rb", buffering=1 << 20) as stream:
+        while header := stream.read(8):
+            yield stream.read(int.from_bytes(header, "little")).decode("utf-8")
+
+
+def batches(texts: Iterator[str], size: int) -> Iterator[list[str]]:
+    """`texts` in lists of `size` (the last one shorter)."""
+    batch: list[str] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class TextSpill:

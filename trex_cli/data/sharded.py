@@ -39,6 +39,7 @@ from trex_cli.artifacts import StageState, write_text_atomic
 from trex_cli.data import build
 from trex_cli.data.cleaning import deduplicator_settings
 from trex_cli.data.config import DataConfig, SourceSpec
+from trex_cli.data.cpt import Corpus, TokenStore, batches, finish_cpt, spilled_texts, tokenize_to_file
 from trex_cli.data.decontaminate import BenchmarkIndex
 from trex_cli.data.dedup import BandedDeduplicator, Deduplicator, exact_digest
 from trex_cli.data.exclusions import ExclusionLog
@@ -140,7 +141,6 @@ class TokenizeTask:
         self.plan = plan
 
     def __call__(self, data=None, rank: int = 0, world_size: int = 1):
-        from trex_cli.data.cpt import tokenize_to_file
         from trex_cli.data.tokenizer import load_tokenizer
 
         plan = self.plan
@@ -160,25 +160,6 @@ class TokenizeTask:
                 np.save(folder / ".offsets.npy", offsets)
                 os.replace(folder / ".offsets.npy", folder / "offsets.npy")
         return data
-
-
-def spilled_texts(path: Path) -> Iterator[str]:
-    """The texts of a spill file (8-byte length, UTF-8 bytes, repeated), in order."""
-    with open(path, "rb", buffering=1 << 20) as stream:
-        while header := stream.read(8):
-            yield stream.read(int.from_bytes(header, "little")).decode("utf-8")
-
-
-def batches(texts: Iterator[str], size: int) -> Iterator[list[str]]:
-    """`texts` in lists of `size` (the last one shorter)."""
-    batch: list[str] = []
-    for text in texts:
-        batch.append(text)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 class _reporting_errors:
@@ -215,7 +196,6 @@ def _run_phase(name: str, task, plan: ShardPlan, settings) -> None:
 def build_cpt_sharded(config: DataConfig, plan_: build.BuildPlan, out: Path, settings, started: float,
                       show_progress: bool, save_recipe) -> dict:
     """The sharded CPT build of `plan_` into `out` on the executor `settings`; see the module docstring."""
-    from trex_cli.data.cpt import Corpus, TokenStore, finish_cpt
     from trex_cli.data.tokenizer import load_tokenizer, train_tokenizer
 
     sources, tokenizer_path, folder = plan_.sources, plan_.tokenizer_path, plan_.folder
