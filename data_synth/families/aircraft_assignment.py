@@ -49,6 +49,29 @@ SCENARIOS = (
         "money": "euros",
     }),
 )
+# the eval split's own industries, companies, vehicle types, routes and units (held out from training;
+# `render_statement` has an opening sentence for each key)
+EVAL_SCENARIOS = (
+    Scenario("offshore", "offshore helicopter services", {
+        "company": "an offshore helicopter operator", "vehicle": "helicopter", "vehicles": "helicopters",
+        "type_word": "helicopter model",
+        "types": ["Sikorsky S-92", "Airbus H175", "Leonardo AW139", "Leonardo AW189", "Airbus H160", "Bell 525",
+                  "Airbus H225"],
+        "routes": ["Aberdeen-Forties", "Aberdeen-Brae", "Sumburgh-Clair", "Aberdeen-Buzzard", "Sumburgh-Magnus",
+                   "Aberdeen-Elgin", "Norwich-Leman", "Humberside-Ravenspurn"],
+        "load": "offshore workers", "period": "per day", "capacity_range": (24, 80), "cost_range": (6000, 26000),
+        "money": "pounds",
+    }),
+    Scenario("barges", "inland waterway freight", {
+        "company": "an inland barge operator", "vehicle": "barge", "vehicles": "barges", "type_word": "barge class",
+        "types": ["Kempenaar", "Dortmund-Ems", "Rhine-Herne", "Europa IIa", "Large Rhine Ship", "Spits",
+                  "Campine"],
+        "routes": ["Rotterdam-Basel", "Antwerp-Liege", "Rotterdam-Mannheim", "Amsterdam-Duisburg", "Ghent-Lille",
+                   "Mainz-Strasbourg", "Rotterdam-Nijmegen"],
+        "load": "tonnes", "period": "per week", "capacity_range": (350, 3000), "cost_range": (9000, 60000),
+        "money": "Swiss francs",
+    }),
+)
 
 
 class AircraftAssignment(ProblemFamily):
@@ -57,6 +80,7 @@ class AircraftAssignment(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"fly": "nonnegative_integer"}
     phrasings = (
         Phrasing(r"Each unit must be assigned whole; a type cannot put more units into service than it has\.",
@@ -66,6 +90,53 @@ class AircraftAssignment(ProblemFamily):
         Phrasing(r"\bcan carry\b", ("can carry", "carries"), ("has room for", "takes up to")),
         Phrasing(r"\bat an operating cost of\b", ("at an operating cost of", "costing"),
                  ("for an operating cost of", "with operating costs of")),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bThe fleet:", ("The fleet:",), ("Fleet on hand:",)),
+        Phrasing(r"(?<=\d )units of\b", ("units of",), ("of type",)),
+        Phrasing(r"\bunits available\b", ("units available",), ("fleet size",)),
+        Phrasing(r"\bEvery route must get enough capacity to carry its demand of\b",
+                 ("Every route must get enough capacity to carry its demand of",),
+                 ("Each route has to receive sufficient capacity for its demand in",)),
+        Phrasing(r"\bDemand per day:", ("Demand per day:",), ("Daily demand:",)),
+        Phrasing(r"\bDemand per week:", ("Demand per week:",), ("Weekly demand:",)),
+        Phrasing(r"\bper day\b", ("per day",), ("a day",)),
+        Phrasing(r"\bper week\b", ("per week",), ("a week",)),
+        Phrasing(r"\bcost per unit\b", ("cost per unit",), ("operating cost of one unit",)),
+        Phrasing(r"\bper unit\b", ("per unit",), ("carried by one unit",)),
+        Phrasing(r"\bFor a minimum service frequency, every route gets\b",
+                 ("For a minimum service frequency, every route gets",),
+                 ("To keep a minimum service frequency, each route receives",)),
+        Phrasing(r"\bThese assignments are not allowed \(the route cannot take that type\):",
+                 ("These assignments are not allowed (the route cannot take that type):",),
+                 ("The following pairings are ruled out (the route cannot handle that type):",)),
+        Phrasing(r"\bcrews are on duty, and each unit in service\b", ("crews are on duty, and each unit in service",),
+                 ("crews are available for duty, and every unit in service",)),
+        Phrasing(r"\bcan be assigned in all\.", ("can be assigned in all.",), ("can be deployed altogether.",)),
+        Phrasing(r"\bof each type should be assigned to each route to meet every demand at the least total operating "
+                 r"cost, and(?= what is that)",
+                 ("of each type should be assigned to each route to meet every demand at the least total operating "
+                  "cost, and",),
+                 ("of each type ought to go on each route so that all demand is covered at the smallest overall "
+                  "operating cost, and",)),
+        Phrasing(r"\blist of type names\b", ("list of type names",), ("names of the types",)),
+        Phrasing(r"\blist of route names\b", ("list of route names",), ("names of the routes",)),
+        Phrasing(r"\bnumber of units of each type in the fleet,(?= keyed by)",
+                 ("number of units of each type in the fleet,",), ("fleet size of every type,",)),
+        Phrasing(r"\bload each route must carry,(?= keyed by)", ("load each route must carry,",),
+                 ("load to be moved on every route,",)),
+        Phrasing(r"\bload one unit of the type carries on the route\b",
+                 ("load one unit of the type carries on the route",),
+                 ("load a single unit of the type moves on the route",)),
+        Phrasing(r"\bcost of flying one unit of the type on the route\b",
+                 ("cost of flying one unit of the type on the route",),
+                 ("cost of operating a single unit of the type on the route",)),
+        Phrasing(r"\bfewest units every route must get\b", ("fewest units every route must get",),
+                 ("smallest number of units that every route receives",)),
+        Phrasing(r"\bpairs that may not be assigned\b", ("pairs that may not be assigned",),
+                 ("pairs that are barred from assignment",)),
+        Phrasing(r"\bmost units that can operate in all, one crew each\b",
+                 ("most units that can operate in all, one crew each",),
+                 ("upper limit on units in operation altogether, each taking one crew",)),
     )
     data_fields = {
         "types": "list of type names",
@@ -213,6 +284,12 @@ model.crews = pyo.Constraint(expr=sum(model.fly[t, r] for t in model.T for r in 
                         f"classes can be placed on {len(routes)} trade lanes, one vessel serving one lane.",
             "buses": f"{words['company'].capitalize()} assigns its coaches for the day: {len(types)} coach models "
                      f"can be put on {len(routes)} lines, each coach staying on its line.",
+            "offshore": f"{words['company'].capitalize()} sets up tomorrow's crew-change flights: {len(types)} "
+                        f"helicopter models are available for {len(routes)} shuttle routes to the platforms, and "
+                        "each helicopter assigned to a route shuttles on it all day.",
+            "barges": f"{words['company'].capitalize()} plans the sailings of the next week: {len(types)} barge "
+                      f"classes can be deployed on {len(routes)} river corridors, each barge staying on its corridor "
+                      "for the week.",
         }[scenario.key]
         rules = ("Each unit must be assigned whole; a type cannot put more units into service than it has. Every route must "
                  f"get enough capacity to carry its demand of {load} {period}.")

@@ -23,22 +23,37 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("paper", "paper converting", {
         "company": "a paper mill", "stock": "jumbo roll", "piece": "customer roll", "measure": "width",
         "unit": "cm", "stock_range": (180, 260), "piece_share": (0.12, 0.45), "cut": "slit",
-        "stock_cost_range": (600, 1400),
+        "stock_cost_range": (600, 1400), "pattern_name": "pattern {}",
     }),
     Scenario("steel", "steel service centre", {
         "company": "a steel service centre", "stock": "master coil", "piece": "strip", "measure": "width",
         "unit": "mm", "stock_range": (1200, 1600), "piece_share": (0.12, 0.45), "cut": "slit",
-        "stock_cost_range": (4000, 9000),
+        "stock_cost_range": (4000, 9000), "pattern_name": "pattern {}",
     }),
     Scenario("lumber", "timber yard", {
         "company": "a timber yard", "stock": "standard board", "piece": "board piece", "measure": "length",
         "unit": "cm", "stock_range": (360, 600), "piece_share": (0.15, 0.48), "cut": "cut",
-        "stock_cost_range": (8, 40),
+        "stock_cost_range": (8, 40), "pattern_name": "pattern {}",
+    }),
+)
+# the eval split's own industries, companies, stock and piece words, units and pattern names (held out from
+# training; `render_statement` has an opening sentence for each key)
+EVAL_SCENARIOS = (
+    Scenario("cable", "electrical wholesale", {
+        "company": "a cable wholesaler", "stock": "cable drum", "piece": "cable coil", "measure": "length",
+        "unit": "m", "stock_range": (500, 1000), "piece_share": (0.12, 0.45), "cut": "cut",
+        "stock_cost_range": (900, 2500), "pattern_name": "P{}",
+    }),
+    Scenario("film", "flexible packaging", {
+        "company": "a packaging-film converter", "stock": "parent reel", "piece": "slit reel", "measure": "width",
+        "unit": "mm", "stock_range": (2500, 3400), "piece_share": (0.1, 0.4), "cut": "slit",
+        "stock_cost_range": (1500, 4000), "pattern_name": "P{}",
     }),
 )
 
@@ -67,7 +82,70 @@ class CuttingStock(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"cut": "nonnegative_integer"}
+    # eval-only rewordings of the family's fixed sentences (training keeps its text; data_synth.statements)
+    phrasings = (
+        Phrasing(r"\bThe planners only use the cutting patterns\b", ("The planners only use the cutting patterns",),
+                 ("The planning team restricts itself to the cutting patterns",)),
+        Phrasing(r"\(each names how many\b", ("(each names how many",), ("(every pattern states how many",)),
+        Phrasing(r"\byields\); surplus\b", ("yields); surplus",), ("gives); any surplus",)),
+        Phrasing(r"\bare within a limit per size\b", ("are within a limit per size",), ("are capped for each size",)),
+        Phrasing(r"\bSurplus is limited:", ("Surplus is limited:",), ("Overproduction is capped:",)),
+        Phrasing(r"\bextra pieces of\b", ("extra pieces of",), ("additional pieces of",)),
+        Phrasing(r"\bmay be made beyond the order\.", ("may be made beyond the order.",),
+                 ("may be produced on top of the order.",)),
+        Phrasing(r"\bThe stock on hand is limited\.", ("The stock on hand is limited.",),
+                 ("Only a limited stock is on hand.",)),
+        Phrasing(r"\bOnly (?=\d)", ("Only ",), ("Just ",)),
+        Phrasing(r"\bare in stock\.", ("are in stock.",), ("can be drawn from the store.",)),
+        Phrasing(r"\bhas a cost, and setting the knives for a pattern costs a fixed amount once if the pattern is "
+                 r"used at all\.", ("has a cost, and setting the knives for a pattern costs a fixed amount once if "
+                                   "the pattern is used at all.",),
+                 ("carries a price, and any pattern that is used incurs a one-off knife-setting charge of a fixed "
+                  "amount.",)),
+        Phrasing(r"\band setting the knives for a pattern costs\b", ("and setting the knives for a pattern costs",),
+                 ("while preparing the knives for a pattern incurs",)),
+        Phrasing(r"\bpaid once if the pattern is used at all\.", ("paid once if the pattern is used at all.",),
+                 ("charged a single time provided the pattern is used.",)),
+        Phrasing(r"\bwith each pattern to fill every order(?= at the lowest)", ("with each pattern to fill every order",),
+                 ("with each pattern so that all orders are filled",)),
+        Phrasing(r"\btotal cost of stock and knife settings\?", ("total cost of stock and knife settings?",),
+                 ("combined outlay for stock and knife set-ups?",)),
+        Phrasing(r"\bminimum cost\?", ("minimum cost?",), ("lowest achievable cost?",)),
+        Phrasing(r"\bwith each pattern to fill every order, using the fewest\b",
+                 ("with each pattern to fill every order, using the fewest",),
+                 ("with each pattern so that all orders are filled while consuming the fewest",)),
+        Phrasing(r"\bWhat is the minimum number of\b", ("What is the minimum number of",),
+                 ("What is the smallest number of",)),
+        Phrasing(r"\bThe orders are\b", ("The orders are",), ("The order book asks for",)),
+        Phrasing(r"\bPatterns:", ("Patterns:",), ("Cutting patterns available:",)),
+        Phrasing(r"\bpieces ordered\b", ("pieces ordered",), ("order quantity",)),
+        Phrasing(r"\bmost surplus pieces\b", ("most surplus pieces",), ("surplus cap (pieces)",)),
+        Phrasing(r"\bsize \(width or length\) of one stock item\b", ("size (width or length) of one stock item",),
+                 ("width or length of a single stock item",)),
+        Phrasing(r"\blist of ordered piece names\b", ("list of ordered piece names",),
+                 ("names of the ordered pieces",)),
+        Phrasing(r"\bsize of each ordered piece,(?= keyed by)", ("size of each ordered piece,",),
+                 ("width or length of every ordered piece,",)),
+        Phrasing(r"\bnumber of pieces ordered,(?= keyed by)", ("number of pieces ordered,",),
+                 ("ordered quantity,",)),
+        Phrasing(r"\blist of cutting pattern names\b", ("list of cutting pattern names",),
+                 ("names of the cutting patterns",)),
+        Phrasing(r"\bpieces of that kind one stock item cut with the pattern gives \(pieces not listed: none\)",
+                 ("pieces of that kind one stock item cut with the pattern gives (pieces not listed: none)",),
+                 ("number of such pieces that a single stock item cut to the pattern produces (zero for pieces "
+                  "that are absent)",)),
+        Phrasing(r"\bmost pieces made beyond the order,(?= keyed by)", ("most pieces made beyond the order,",),
+                 ("upper bound on extra pieces above the order,",)),
+        Phrasing(r"\bnumber of stock items on hand\b", ("number of stock items on hand",),
+                 ("count of stock items in the store",)),
+        Phrasing(r"\bcost of one stock item in dollars\b", ("cost of one stock item in dollars",),
+                 ("price in USD of a single stock item",)),
+        Phrasing(r"\bcost in dollars of setting up the knives for a pattern that is used at all\b",
+                 ("cost in dollars of setting up the knives for a pattern that is used at all",),
+                 ("one-off knife set-up charge in USD for any pattern that is used",)),
+    )
     data_fields = {
         "stock_size": "size (width or length) of one stock item",
         "pieces": "list of ordered piece names",
@@ -170,7 +248,7 @@ model.stock = pyo.Constraint(expr=sum(model.cut[k] for k in data["patterns"]) <=
         mixed = [p for p in candidates if sum(1 for c in p if c) > 1]
         chosen = single + rng.sample(mixed, min(len(mixed), n_patterns - n_pieces))
         pieces = [f"{fmt(s)} {words['unit']}" for s in sizes]
-        patterns = [f"pattern {k + 1}" for k in range(len(chosen))]
+        patterns = [words["pattern_name"].format(k + 1) for k in range(len(chosen))]
         pattern_yield = {name: {pieces[j]: count for j, count in enumerate(counts) if count}
                          for name, counts in zip(patterns, chosen, strict=True)}
         # the order book is what some cutting plan produces exactly (plus nothing), so orders can be met
@@ -252,6 +330,10 @@ model.stock = pyo.Constraint(expr=sum(model.cut[k] for k in data["patterns"]) <=
                      f"into {piece}s for this week's orders.",
             "lumber": f"{words['company'].capitalize()} cuts {stock}s of length {fmt(data['stock_size'])} {unit} "
                       f"into shorter {piece}s for a building contractor.",
+            "cable": f"{words['company'].capitalize()} cuts {stock}s holding {fmt(data['stock_size'])} {unit} of "
+                     f"cable into the {piece}s its electricians have ordered.",
+            "film": f"{words['company'].capitalize()} slits {stock}s with a width of {fmt(data['stock_size'])} {unit} "
+                    f"into {piece}s for food-packaging lines.",
         }[scenario.key]
         where = "given in the data" if representation == "file" else "listed below"
         surplus = "within a limit per size" if "max_surplus" in data else "allowed"

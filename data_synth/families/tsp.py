@@ -26,6 +26,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("sales", "field sales", {
@@ -47,6 +48,21 @@ SCENARIOS = (
         "trip": "the daily inspection round",
     }),
 )
+# the eval split's own industries, travellers, place names and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("pharmacy_run", "pharmaceutical wholesale", {
+        "who": "a pharmacy delivery driver", "home_words": "the wholesaler's depot in",
+        "places": ["Perth", "Dundee", "Stirling", "Falkirk", "Kirkcaldy", "Dunfermline", "Arbroath", "Montrose"],
+        "place": "town", "unit": "miles", "measure": "driving distance", "scale": 1.2, "factor": 1.25,
+        "trip": "the morning delivery run",
+    }),
+    Scenario("picking_robot", "warehouse automation", {
+        "who": "an autonomous picking robot", "home_words": "its charging dock at",
+        "places": ["Bay 0", "Rack A", "Rack B", "Rack C", "Rack D", "Rack E", "Rack F", "Rack G"],
+        "place": "rack", "unit": "seconds", "measure": "travel time", "scale": 0.8, "factor": 1.0,
+        "trip": "one picking tour",
+    }),
+)
 
 
 class TravellingSalesman(ProblemFamily):
@@ -55,7 +71,42 @@ class TravellingSalesman(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"travel": "binary", "order": "nonnegative"}
+    # eval-only rewordings of the family's fixed sentences (training keeps its text; data_synth.statements)
+    phrasings = (
+        Phrasing(r"\bstarts from\b", ("starts from",), ("sets out from",)),
+        Phrasing(r"\bmust visit each of the\b", ("must visit each of the",), ("has to call at every one of the",)),
+        Phrasing(r"\bexactly once, and return to\b", ("exactly once, and return to",),
+                 ("a single time, and come back to",)),
+        Phrasing(r"\bbetween two locations is the same in both directions\.",
+                 ("between two locations is the same in both directions.",),
+                 ("between any two locations does not depend on the direction of travel.",)),
+        Phrasing(r"\bSome visits must come before others:", ("Some visits must come before others:",),
+                 ("Certain visits have to precede others:",)),
+        Phrasing(r"\bThere is no usable direct connection between these pairs, in either direction:",
+                 ("There is no usable direct connection between these pairs, in either direction:",),
+                 ("These pairs have no direct link that can be used, whichever way one travels:",)),
+        Phrasing(r"\bIn which order should the\b", ("In which order should the",), ("In what sequence should the",)),
+        Phrasing(r"\bbe visited to make the total\b", ("be visited to make the total",),
+                 ("be toured so that the overall",)),
+        Phrasing(r"\bof the round trip as small as possible\?", ("of the round trip as small as possible?",),
+                 ("of the whole circuit is as low as possible?",)),
+        Phrasing(r"\bWhat is the minimum total\b", ("What is the minimum total",),
+                 ("How short, at best, is the overall",)),
+        Phrasing(r"\blist of location names; the first one is where the tour starts and ends\b",
+                 ("list of location names; the first one is where the tour starts and ends",),
+                 ("names of all locations, the first being where the tour begins and finishes",)),
+        Phrasing(r"\bdistance \(or travel time\) from a to b, the same in both directions\b",
+                 ("distance (or travel time) from a to b, the same in both directions",),
+                 ("distance (or travel time) from a to b, identical in the reverse direction",)),
+        Phrasing(r"\bthe first place must be visited before the second\b",
+                 ("the first place must be visited before the second",),
+                 ("the first place has to be reached ahead of the second",)),
+        Phrasing(r"\bpairs with no usable direct leg in either direction\b",
+                 ("pairs with no usable direct leg in either direction",),
+                 ("pairs whose direct leg cannot be used either way",)),
+    )
     data_fields = {
         "places": "list of location names; the first one is where the tour starts and ends",
         "distance": "distance[a][b]: distance (or travel time) from a to b, the same in both directions",

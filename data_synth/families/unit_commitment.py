@@ -47,6 +47,23 @@ SCENARIOS = (
         "periods": [f"shift hour {h}" for h in range(1, 9)], "scale": 2, "money": "dollars", "unit": "turbine",
     }),
 )
+# the eval split's own industries, companies, unit names, hours and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("district_heating", "district heating", {
+        "intro": "A municipal district-heating company commits the gas engines of its combined heat and power "
+                 "stations for the night.",
+        "units": ["Amager Engine", "Ballerup Engine", "Glostrup Engine", "Herlev Engine", "Hvidovre Engine",
+                  "Rodovre Engine", "Valby Engine"],
+        "periods": [f"{h % 24:02d}:00" for h in range(22, 30)], "scale": 1, "money": "kroner",
+        "unit": "gas engine",
+    }),
+    Scenario("smelter", "aluminium smelting", {
+        "intro": "An aluminium smelter runs a captive power station and commits its steam boilers for the "
+                 "morning potline load.",
+        "units": ["Boiler A1", "Boiler A2", "Boiler B1", "Boiler B2", "Boiler C1", "Boiler C2", "Boiler D1"],
+        "periods": [f"{h:02d}:30" for h in range(5, 13)], "scale": 2, "money": "rand", "unit": "boiler",
+    }),
+)
 
 
 class UnitCommitment(ProblemFamily):
@@ -55,6 +72,7 @@ class UnitCommitment(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"on": "binary", "start": "binary", "output": "nonnegative"}
     phrasings = (
         Phrasing(r"prepares the day-ahead commitment of its thermal power plants\.",
@@ -67,6 +85,64 @@ class UnitCommitment(ProblemFamily):
                  ("Demand must be met exactly in every hour.", "Supply must equal demand in every hour."),
                  ("In each hour, generation has to match demand exactly.",)),
         Phrasing(r"\bwhile it is on\b", ("while it is on", "whenever it runs"), ("as long as it is running",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bThe plan covers\b", ("The plan covers",), ("The schedule spans",)),
+        Phrasing(r"\bone-hour periods\b", ("one-hour periods",), ("hourly intervals",)),
+        Phrasing(r"\bthat is on produces between its minimum and maximum output and costs its no-load cost per "
+                 r"hour\b", ("that is on produces between its minimum and maximum output and costs its no-load "
+                          "cost per hour",),
+                 ("that is committed delivers an output between its lower and upper limit and is charged its "
+                  "no-load cost for every hour",)),
+        Phrasing(r"\bplus its fuel cost per MWh; switching a\b", ("plus its fuel cost per MWh; switching a",),
+                 ("on top of its fuel cost for every MWh generated; turning a",)),
+        Phrasing(r"\bon from off costs its start-up cost\.", ("on from off costs its start-up cost.",),
+                 ("on after it was off incurs its start-up charge.",)),
+        Phrasing(r"\balready on before the first hour; the others are off\.",
+                 ("already on before the first hour; the others are off.",),
+                 ("running when the horizon opens, and every other one is off.",)),
+        Phrasing(r"\balready on before the first hour\b", ("already on before the first hour",),
+                 ("running when the horizon opens",)),
+        Phrasing(r"\bis off before the first hour\.", ("is off before the first hour.",),
+                 ("is off when the horizon opens.",)),
+        Phrasing(r"\bFor security, the\b", ("For security, the",), ("As a safety margin, the",)),
+        Phrasing(r"\bthat are on must together be able to produce\b",
+                 ("that are on must together be able to produce",),
+                 ("that are committed shall jointly be capable of generating",)),
+        Phrasing(r"\ba spinning reserve above the demand in every hour\b",
+                 ("a spinning reserve above the demand in every hour",),
+                 ("the demand plus a spinning reserve in each hour",)),
+        Phrasing(r"\bOnce started, a\b", ("Once started, a",), ("When switched on, a",)),
+        Phrasing(r"\bmust stay on for a minimum number of hours, and once stopped it must stay off for a minimum "
+                 r"number of hours, counted within the plan\b",
+                 ("must stay on for a minimum number of hours, and once stopped it must stay off for a minimum "
+                  "number of hours, counted within the plan",),
+                 ("has to keep running for some minimum number of hours, and after a stop it has to remain off "
+                  "for some minimum number of hours, both counted inside the planning horizon",)),
+        Phrasing(r"\bBetween two consecutive hours in which a\b", ("Between two consecutive hours in which a",),
+                 ("For any two successive hours during which a",)),
+        Phrasing(r"\bis on, its output may change by\b", ("is on, its output may change by",),
+                 ("stays on, its output can move by",)),
+        Phrasing(r"\bproduces between\b", ("produces between",), ("has an output range between",)),
+        Phrasing(r"\bper start\b", ("per start",), ("for every start-up",)),
+        Phrasing(r"\bshould be on in each hour, and how much should each produce, to minimize the total cost\?",
+                 ("should be on in each hour, and how much should each produce, to minimize the total cost?",),
+                 ("ought to run in every hour, and what output ought each one deliver, so that the overall cost "
+                  "is as small as possible?",)),
+        Phrasing(r"\bminimum cost \(in\b", ("minimum cost (in",), ("smallest achievable cost (in",)),
+        Phrasing(r"\bmin MW\b", ("min MW",), ("lower limit (MW)",)),
+        Phrasing(r"\bmax MW\b", ("max MW",), ("upper limit (MW)",)),
+        Phrasing(r"\bspinning reserve \(MW\)", ("spinning reserve (MW)",), ("reserve margin (MW)",)),
+        Phrasing(r"\blist of the generating unit names\b", ("list of the generating unit names",),
+                 ("names of all generating units",)),
+        Phrasing(r"\blist of the hours, in time order\b", ("list of the hours, in time order",),
+                 ("hour labels in chronological order",)),
+        Phrasing(r"\bdemand in MW,(?= keyed by hour)", ("demand in MW,",), ("load to be served in MW,",)),
+        Phrasing(r"\boutput in MW of a unit that is on,", ("output in MW of a unit that is on,",),
+                 ("output in MW of a committed unit,",)),
+        Phrasing(r"\bof keeping a unit on,", ("of keeping a unit on,",), ("of leaving a unit committed,",)),
+        Phrasing(r"\blist of the units already on before the first hour\b",
+                 ("list of the units already on before the first hour",),
+                 ("names of the units that are running when the horizon opens",)),
     )
     data_fields = {
         "units": "list of the generating unit names",
