@@ -45,6 +45,23 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, agent names and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("translation", "translation services", {
+        "intro": "A translation agency is handing out this month's document orders to its freelance translators.",
+        "agent": "translator", "agents": ["Ingrid", "Tomasz", "Amara", "Joaquin", "Mei", "Oskar", "Priya"],
+        "task": "document", "task_prefix": "Doc ", "load_unit": "pages", "money": "pounds",
+        "period": "this month",
+    }),
+    Scenario("utility", "electric utilities", {
+        "intro": "A power utility is sending its field crews out to inspect substations.",
+        "agent": "crew", "agents": ["Crew Alder", "Crew Birch", "Crew Cedar", "Crew Larch", "Crew Maple",
+                                    "Crew Rowan", "Crew Spruce"],
+        "task": "inspection", "task_prefix": "Substation ", "load_unit": "person-days", "money": "Swiss francs",
+        "period": "this month",
+    }),
+)
+
 
 class GeneralizedAssignment(ProblemFamily):
     name = "generalized_assignment"
@@ -52,6 +69,7 @@ class GeneralizedAssignment(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"assign": "binary"}
     data_fields = {
         "agents": "list of agent names",
@@ -76,6 +94,45 @@ class GeneralizedAssignment(ProblemFamily):
                  ("Certain pairings are excluded:",)),
         Phrasing(r"\bmust go to different\b", ("must go to different", "have to go to different"),
                  ("are to be split between two distinct",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bThere are\b(?= \d)", ("There are",), ("The work involves",)),
+        Phrasing(r"\btakes on\b", ("takes on",), ("accepts",)),
+        Phrasing(r"\bits capacity\b", ("its capacity",), ("the capacity available",)),
+        Phrasing(r"\bHow much capacity one\b", ("How much capacity one",), ("The capacity that one",)),
+        Phrasing(r"\buses and what it costs depend on the\b", ("uses and what it costs depend on the",),
+                 ("consumes, and its cost, vary with the",)),
+        Phrasing(r"\bwho does it\.", ("who does it.",), ("assigned to it.",)),
+        Phrasing(r"\bthey are listed in the data file\.", ("they are listed in the data file.",),
+                 ("the data file names them.",)),
+        Phrasing(r"\bcannot do\b", ("cannot do",), ("is barred from",)),
+        Phrasing(r"\bSome pairs of\b", ("Some pairs of",), ("Certain pairs of",)),
+        Phrasing(r"\bshould do each\b", ("should do each",), ("is to handle each",)),
+        # stops before "what is that", which the generic rules word two ways in training
+        Phrasing(r"\bto minimize the total cost, and\b", ("to minimize the total cost, and",),
+                 ("so that the cost adds up to as little as possible, and",)),
+        Phrasing(r"\bCapacities:", ("Capacities:",), ("Available capacity:",)),
+        Phrasing(r"\bhas\b(?= \d)", ("has",), ("can take",)),
+        Phrasing(r"\bdoes them:", ("does them:",), ("is given them:",)),
+        Phrasing(r"\buses\b(?= \d)", ("uses",), ("takes up",)),
+        Phrasing(r"\band costs\b(?= \d)", ("and costs",), ("for a price of",)),
+        Phrasing(r"\bload\b(?= \()", ("load",), ("usage",)),
+        Phrasing(r"(?<=\| )capacity(?= \|)", ("capacity",), ("limit",)),
+        Phrasing(r"\bcost\b(?= \()", ("cost",), ("price",)),
+        Phrasing(r"\blist of agent names\b", ("list of agent names",), ("names of the agents",)),
+        Phrasing(r"\blist of task names\b", ("list of task names",), ("names of the tasks",)),
+        Phrasing(r"\bcapacity of each agent for the period\b", ("capacity of each agent for the period",),
+                 ("amount of work every agent can handle in the period",)),
+        Phrasing(r"\bcapacity the task uses when that agent does it\b",
+                 ("capacity the task uses when that agent does it",),
+                 ("capacity consumed by the task if that agent handles it",)),
+        Phrasing(r"\bcost of that agent doing the task\b", ("cost of that agent doing the task",),
+                 ("price charged when that agent handles the task",)),
+        Phrasing(r"\bmost tasks one agent may take\b", ("most tasks one agent may take",),
+                 ("largest number of tasks a single agent can accept",)),
+        Phrasing(r"\blist of \[agent, task\] pairs: the agent may not do the task\b",
+                 ("list of [agent, task] pairs: the agent may not do the task",),
+                 ("[agent, task] pairs in which the agent is barred from the task",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     # the pieces of `model_code_for`: the base model always, each optional group when its key is present
     _BASE = '''\

@@ -50,6 +50,23 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, products, regions and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("skincare", "personal care", {
+        "company": "a skincare brand",
+        "products": ["face serum", "sunscreen", "night cream", "lip balm", "body lotion", "eye gel", "toner"],
+        "regions": ["Zurich", "Bern", "Lucerne", "Geneva", "Basel", "Ticino", "Valais", "Vaud", "Aargau"],
+        "unit": "carton", "money": "Swiss francs", "period": "the winter season",
+    }),
+    Scenario("tyres", "automotive aftermarket", {
+        "company": "a tyre distributor",
+        "products": ["summer tyres", "winter tyres", "all-season tyres", "truck tyres", "van tyres",
+                     "motorcycle tyres", "tractor tyres"],
+        "regions": ["Hokkaido", "Tohoku", "Kanto", "Chubu", "Kansai", "Chugoku", "Shikoku", "Kyushu", "Okinawa"],
+        "unit": "set", "money": "thousand yen", "period": "the spring selling season",
+    }),
+)
+
 
 class MarketShare(ProblemFamily):
     name = "market_share"
@@ -57,6 +74,7 @@ class MarketShare(ProblemFamily):
     problem_type = "LP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"sell": "nonnegative"}
     industrial = True
     phrasings = (
@@ -71,6 +89,57 @@ class MarketShare(ProblemFamily):
                  ("Regional market volumes with the margin per unit:",)),
         Phrasing(r"\bSales may be fractional\.", ("Sales may be fractional.",),
                  ("Sales quantities need not be whole.",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bThe firm\b", ("The firm",), ("The business",)),
+        Phrasing(r"\bTo keep its presence, its total sales\b", ("To keep its presence, its total sales",),
+                 ("To stay visible, its combined sales",)),
+        Phrasing(r"\bof that region's total market over all products\.",
+                 ("of that region's total market over all products.",),
+                 ("of the region's whole market, all products together.",)),
+        Phrasing(r"\bServing a region at all has a fixed cost \(a region not served gets no sales\):",
+                 ("Serving a region at all has a fixed cost (a region not served gets no sales):",),
+                 ("Entering a region carries a fixed charge (no sales are possible in a region left out):",)),
+        Phrasing(r"\bEach unit sold takes sales-force time:", ("Each unit sold takes sales-force time:",),
+                 ("Selling a unit uses up sales-force time:",)),
+        Phrasing(r"\bSales-force hours available per region:", ("Sales-force hours available per region:",),
+                 ("The sales force can spend, region by region (in hours):",)),
+        Phrasing(r"\bHow much of each product should be sold in each region to maximize the\b",
+                 ("How much of each product should be sold in each region to maximize the",),
+                 ("What quantity of every product ought to go to every region to reach the largest possible",)),
+        Phrasing(r"\bmarket is\b(?= \d)", ("market is",), ("market comes to",)),
+        Phrasing(r"\bwith a margin of\b", ("with a margin of",), ("earning",)),
+        Phrasing(r"\bEach product's stock is limited and its sales in a region are capped by a share of that "
+                 r"region's market\.",
+                 ("Each product's stock is limited and its sales in a region are capped by a share of that region's "
+                  "market.",),
+                 ("Stock of every product is limited, and in a region its sales cannot exceed a share of that "
+                  "region's market.",)),
+        Phrasing(r"\bmarket size\b(?= \()", ("market size",), ("market volume",)),
+        Phrasing(r"\bmargin\b(?= \()", ("margin",), ("profit",)),
+        Phrasing(r"\blist of product names\b", ("list of product names",), ("names of the products",)),
+        Phrasing(r"\blist of sales region names\b", ("list of sales region names",),
+                 ("names of the sales regions",)),
+        Phrasing(r"\bprofit per unit sold\b", ("profit per unit sold",), ("profit earned on every unit sold",)),
+        Phrasing(r"\bunits the region's whole market buys\b", ("units the region's whole market buys",),
+                 ("units bought by the entire market of the region",)),
+        Phrasing(r"\blargest fraction of any product's market in any region the firm can capture\b",
+                 ("largest fraction of any product's market in any region the firm can capture",),
+                 ("biggest fraction of a product's regional market the business can win",)),
+        Phrasing(r"\bunits of each product available to sell\b", ("units of each product available to sell",),
+                 ("stock of every product that can be sold",)),
+        Phrasing(r"\bfraction of each served region's total market \(all products\) the firm must hold\b",
+                 ("fraction of each served region's total market (all products) the firm must hold",),
+                 ("fraction of the whole market (all products) of every served region that the business has to "
+                  "hold",)),
+        # leaves "needs" to the generic rule, which words it two ways in training
+        Phrasing(r"\bsales-force hours one unit of each product\b(?= needs\b)",
+                 ("sales-force hours one unit of each product",),
+                 ("sales-force hours that a single unit of every product",)),
+        Phrasing(r"\bsales-force hours available in each region\b", ("sales-force hours available in each region",),
+                 ("sales-force hours on hand in every region",)),
+        Phrasing(r"\bfixed cost of serving each region at all\b", ("fixed cost of serving each region at all",),
+                 ("fixed charge for entering every region",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     data_fields = {
         "products": "list of product names",
@@ -259,6 +328,11 @@ model.sales_hours = pyo.Constraint(
                          f"{words['period']}; its range is {join_names(products)}.",
             "seeds": f"For {words['period']}, {words['company']} plans its sales in {join_names(regions)}, "
                      f"offering {join_names(products)}.",
+            # the eval scenarios' own openings
+            "skincare": f"{words['company'].capitalize()} is drawing up its sales plan for {join_names(regions)}, "
+                        f"covering {words['period']}; it sells {join_names(products)}.",
+            "tyres": f"Ahead of {words['period']}, {words['company']} is dividing its sales among "
+                     f"{join_names(regions)}, with {join_names(products)} to offer.",
         }[scenario.key]
         rules = [f"The firm can capture no share above {fmt(round(data['max_share'] * 100, 6))}% of any product's "
                  "market in any region."]

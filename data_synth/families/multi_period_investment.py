@@ -56,6 +56,29 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, project names, periods and money units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("hospital", "healthcare", {
+        "intro": "A regional hospital trust is weighing which ward and equipment upgrades to finance in the "
+                 "fiscal years ahead.",
+        "projects": ["MRI Suite", "Day Surgery Unit", "Pharmacy Robot", "Patient Portal", "Rooftop Helipad",
+                     "Maternity Ward Refit", "Sterile Supply Hub", "Rehab Gym", "Backup Generator", "Dialysis Unit",
+                     "Eye Clinic", "Teaching Block", "Kitchen Upgrade", "Linen Laundry"],
+        "periods": [f"FY{year}" for year in range(2041, 2047)], "money": "million pounds",
+        "period": "fiscal year", "funds": "capital grants from the health authority",
+    }),
+    Scenario("shipping", "container shipping", {
+        "intro": "A container line is working out which fleet and terminal investments to back, knowing that "
+                 "the returns of one investment can finance a later one.",
+        "projects": ["Feeder Vessel", "Reefer Containers", "Crane Retrofit", "Scrubber Fit-Out", "Berth Dredging",
+                     "Chassis Pool", "Yard Automation", "Shore Power", "Inland Depot", "Tug Charter",
+                     "Booking Platform", "Ballast Treatment", "Dry Dock Slot", "LNG Bunkering"],
+        "periods": [f"H{half} {year}" for year in range(2029, 2032) for half in (1, 2)],
+        "money": "million Danish kroner", "period": "half-year",
+        "funds": "capital injections from the parent group",
+    }),
+)
+
 
 class MultiPeriodInvestment(ProblemFamily):
     name = "multi_period_investment"
@@ -63,6 +86,7 @@ class MultiPeriodInvestment(ProblemFamily):
     problem_type = "MILP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"fund": "binary", "cash": "nonnegative"}
     phrasings = (
         Phrasing(r"decides which capital projects to fund over the coming years\.",
@@ -77,6 +101,66 @@ class MultiPeriodInvestment(ProblemFamily):
         Phrasing(r"A funded project brings all of its cash flows\.",
                  ("A funded project brings all of its cash flows.",),
                  ("Funding a project commits to every one of its cash flows.",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bIt considers\b", ("It considers",), ("The plan covers",)),
+        Phrasing(r"\bEach project has a net cash flow in every\b", ("Each project has a net cash flow in every",),
+                 ("Every project carries a net cash flow for each",)),
+        Phrasing(r"\(negative for an outlay, positive for a return, in\b",
+                 ("(negative for an outlay, positive for a return, in",),
+                 ("(an outlay shows as a negative figure and a return as a positive one, in",)),
+        Phrasing(r"\band the cash held must never be negative\.", ("and the cash held must never be negative.",),
+                 ("and the cash balance may never drop below zero.",)),
+        Phrasing(r"\binterest into the next\b", ("interest into the next",), ("interest, credited in the following",)),
+        Phrasing(r"\bbut the last, up to a limit\b", ("but the last, up to a limit",),
+                 ("except the final one, within a cap",)),
+        Phrasing(r"\bmoney can be borrowed for one\b", ("money can be borrowed for one",),
+                 ("loans may be taken out for a single",)),
+        Phrasing(r"\ba loan is repaid in the next\b", ("a loan is repaid in the next",),
+                 ("each loan falls due in the following",)),
+        Phrasing(r"\bA minimum cash balance must be held at the end of every\b",
+                 ("A minimum cash balance must be held at the end of every",),
+                 ("A floor applies to the cash on hand when closing each",)),
+        Phrasing(r"\bmay be funded in part \(any share between 0 and 1\), taking that share of each of its cash "
+                 r"flows; every other project is funded in full or not at all\.",
+                 ("may be funded in part (any share between 0 and 1), taking that share of each of its cash flows; "
+                  "every other project is funded in full or not at all.",),
+                 ("can be partly financed (at any fraction from 0 to 1), receiving that fraction of every one of "
+                  "its cash flows; the remaining projects are all-or-nothing.",)),
+        Phrasing(r"\bmust be funded in full\.", ("must be funded in full.",), ("shall be financed completely.",)),
+        Phrasing(r"\bWhich projects should be funded to have the most cash at the end of\b",
+                 ("Which projects should be funded to have the most cash at the end of",),
+                 ("Which funding choice leaves the largest cash balance at the close of",)),
+        Phrasing(r"\band how much cash is that \(in\b", ("and how much cash is that (in",),
+                 ("and what is that balance (in",)),
+        Phrasing(r"\bCash flows by project:", ("Cash flows by project:",), ("Net flows, project by project:",)),
+        Phrasing(r"\bfresh funds\b", ("fresh funds",), ("new money",)),
+        Phrasing(r"\bborrowing limit\b", ("borrowing limit",), ("loan ceiling",)),
+        Phrasing(r"\bminimum cash\b(?! balance)", ("minimum cash",), ("cash floor",)),
+        Phrasing(r"\blist of the candidate project names\b", ("list of the candidate project names",),
+                 ("names of the projects under review",)),
+        Phrasing(r"\blist of the periods, in time order\b", ("list of the periods, in time order",),
+                 ("periods in chronological order",)),
+        Phrasing(r"\bnet cash of the project in the period \(negative: an outlay\)",
+                 ("net cash of the project in the period (negative: an outlay)",),
+                 ("net cash flow of a project in a period (an outlay is negative)",)),
+        Phrasing(r"\barriving in each period\b", ("arriving in each period",), ("coming in every period",)),
+        Phrasing(r"\binterest earned by cash left at the end of a period, as a fraction per period\b",
+                 ("interest earned by cash left at the end of a period, as a fraction per period",),
+                 ("interest paid on cash still held when a period closes, as a fraction for each period",)),
+        Phrasing(r"\bprojects that must be funded in full \(may be empty\)",
+                 ("projects that must be funded in full (may be empty)",),
+                 ("projects that have to be financed completely (possibly none)",)),
+        Phrasing(r"\binterest of a one-period loan\b", ("interest of a one-period loan",),
+                 ("interest charged on a loan over one period",)),
+        Phrasing(r"\bmost that can be borrowed in each period but the last\b",
+                 ("most that can be borrowed in each period but the last",),
+                 ("largest loan available in every period except the final one",)),
+        Phrasing(r"\bleast cash to hold at the end of each period\b", ("least cash to hold at the end of each period",),
+                 ("smallest cash balance allowed when a period closes",)),
+        Phrasing(r"\bprojects that may be funded in part, taking that share of every cash flow\b",
+                 ("projects that may be funded in part, taking that share of every cash flow",),
+                 ("projects that can be partly financed, receiving that fraction of each cash flow",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     data_fields = {
         "projects": "list of the candidate project names",

@@ -22,6 +22,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("it", "corporate IT", {
@@ -46,6 +47,22 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, organisations, project names and money units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("airline", "commercial aviation", {
+        "organisation": "An airline's investment review panel", "money": "thousand pounds",
+        "projects": ["cabin refit", "crew rostering app", "lounge upgrade", "engine wash rig", "baggage tracking",
+                     "fuel analytics", "hangar doors", "simulator bay", "catering contract", "loyalty revamp"],
+        "value_words": "discounted operating benefit",
+    }),
+    Scenario("university", "higher education", {
+        "organisation": "A university's campus investment panel", "money": "thousand Norwegian kroner",
+        "projects": ["lecture hall refit", "student housing", "robotics lab", "campus wifi", "solar roofs",
+                     "library archive", "sports field", "biology greenhouse", "exam hall seating", "alumni portal"],
+        "value_words": "present value of expected benefits",
+    }),
+)
+
 
 class ProjectSelection(ProblemFamily):
     name = "project_selection"
@@ -53,6 +70,74 @@ class ProjectSelection(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
+    # eval-only rewordings of the family's fixed sentences (training keeps its text); the generic rules with
+    # two training wordings ("at most", "may not exceed", "needs", "what is that") are left to themselves
+    phrasings = (
+        Phrasing(r"\bmust decide which of\b", ("must decide which of",), ("has to choose which of the",)),
+        Phrasing(r"\bcandidate projects to fund\.", ("candidate projects to fund.",),
+                 ("proposed projects will go ahead.",)),
+        Phrasing(r"\bA project is either funded in full or not at all\.",
+                 ("A project is either funded in full or not at all.",),
+                 ("Partial funding is not possible: each project is taken whole or dropped.",)),
+        Phrasing(r"\bcan only be funded if\b", ("can only be funded if",), ("is fundable only when",)),
+        Phrasing(r"\bis funded too\b", ("is funded too",), ("is funded as well",)),
+        Phrasing(r"\bare alternatives, so\b", ("are alternatives, so",), ("exclude each other, so",)),
+        Phrasing(r"\bone of them can be funded\b", ("one of them can be funded",), ("one of the two gets funding",)),
+        Phrasing(r"\bfunding both\b", ("funding both",), ("choosing both",)),
+        Phrasing(r"\badds a synergy bonus of\b", ("adds a synergy bonus of",), ("earns an extra synergy of",)),
+        Phrasing(r"\bto the total value\b", ("to the total value",), ("on top of the projects' own value",)),
+        Phrasing(r"\bThe project office can run only a limited number of projects\.",
+                 ("The project office can run only a limited number of projects.",),
+                 ("The delivery team can handle only so many projects.",)),
+        Phrasing(r"\bthe project office can run\b", ("the project office can run",),
+                 ("the delivery team can handle",)),
+        Phrasing(r"\bis mandatory \(a regulatory commitment\)", ("is mandatory (a regulatory commitment)",),
+                 ("has to be funded (a regulatory obligation)",)),
+        Phrasing(r"\bFurther rules:", ("Further rules:",), ("Additional conditions:",)),
+        Phrasing(r"\bWhich projects should be funded to maximize the total\b",
+                 ("Which projects should be funded to maximize the total",),
+                 ("Which portfolio of projects yields the greatest possible overall",)),
+        Phrasing(r"\bmaximum total, in\b", ("maximum total, in",), ("best total, expressed in",)),
+        Phrasing(r"\bAll amounts are in\b", ("All amounts are in",), ("Every amount is given in",)),
+        Phrasing(r"\bproject costs\b(?= \d)", ("project costs",), ("project would cost",)),
+        Phrasing(r"\band has a value of\b", ("and has a value of",), ("and is worth",)),
+        Phrasing(r"\bThe budget is\b", ("The budget is",), ("The budget comes to",)),
+        Phrasing(r"\bThe budgets are\b", ("The budgets are",), ("The budgets come to",)),
+        Phrasing(r"\bspending in a year\b", ("spending in a year",), ("what is spent in any year",)),
+        Phrasing(r"\bthat year's budget\b", ("that year's budget",), ("the budget of that year",)),
+        Phrasing(r"\(last row\)", ("(last row)",), ("(see the bottom row)",)),
+        Phrasing(r"(?<=\| )project(?= \|)", ("project",), ("proposal",)),
+        Phrasing(r"(?<=\| )budget(?= \|)", ("budget",), ("available funds",)),
+        Phrasing(r"\bvalue\b(?= \()", ("value",), ("worth",)),
+        Phrasing(r"(?<=\| )cost in\b", ("cost in",), ("spend in",)),  # a header cell (the year is a name)
+        Phrasing(r"\bThe candidates are\b", ("The candidates are",), ("The options on the table are",)),
+        Phrasing(r"\bSome pairs of projects earn a synergy bonus when both are funded\.",
+                 ("Some pairs of projects earn a synergy bonus when both are funded.",),
+                 ("Certain project pairs bring an extra synergy value when funded together.",)),
+        Phrasing(r"\blist of candidate project names\b", ("list of candidate project names",),
+                 ("names of the proposed projects",)),
+        Phrasing(r"\blist of budget years\b", ("list of budget years",), ("names of the budget years",)),
+        Phrasing(r"\bnet present value of each project\b", ("net present value of each project",),
+                 ("present value that every project brings",)),
+        Phrasing(r"\bspending the project\b(?= needs\b)", ("spending the project",), ("money the project",)),
+        Phrasing(r"\bmoney available in each year\b", ("money available in each year",),
+                 ("funds on hand in every year",)),
+        Phrasing(r"\blist of \[prerequisite, project\] pairs:", ("list of [prerequisite, project] pairs:",),
+                 ("[prerequisite, project] pairs, where",)),
+        Phrasing(r"\blist of \[project, project\] pairs of alternatives:",
+                 ("list of [project, project] pairs of alternatives:",),
+                 ("[project, project] pairs that exclude each other:",)),
+        Phrasing(r"\bone of each pair is funded\b", ("one of each pair is funded",), ("one per pair receives funding",)),
+        Phrasing(r"\blist of \[project, project, bonus\]: extra value earned when both projects are funded\b",
+                 ("list of [project, project, bonus]: extra value earned when both projects are funded",),
+                 ("[project, project, bonus] triples: additional value gained if both projects receive funding",)),
+        Phrasing(r"\bmost projects that can be funded\b", ("most projects that can be funded",),
+                 ("largest number of projects that may be funded",)),
+        Phrasing(r"\blist of projects that must be funded\b", ("list of projects that must be funded",),
+                 ("projects that have to be funded",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
+    )
     domains = {"select": "binary"}
     data_fields = {
         "projects": "list of candidate project names",
