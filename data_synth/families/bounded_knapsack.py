@@ -21,6 +21,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("truck", "wholesale distribution", {
@@ -51,6 +52,40 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other industries, companies, item types, capacities, units and resources than any training
+# scenario
+EVAL_SCENARIOS = (
+    Scenario("airfreight", "air cargo", {
+        "company": "an air-cargo charter airline",
+        "items": ["engine spares", "medical kits", "tyre sets", "camera gear", "server blades", "fresh flowers",
+                  "vaccine coolers", "drone parts", "textile bolts", "solar inverters", "wine cartons",
+                  "machine tools"],
+        "copy": "crate", "capacity_word": "the freighter's main deck", "unit": "kilograms",
+        "value_word": "freight margin", "value_unit": "euros", "weight_range": (20, 120),
+        "value_range": (30, 300), "second": ("deck volume", "cubic metres", (1, 6)),
+        "type_word": "customs clearance for a commodity",
+    }),
+    Scenario("exhibition", "trade fairs", {
+        "company": "a trade-fair organiser",
+        "items": ["shell-scheme booth", "corner booth", "island stand", "peninsula stand", "kiosk", "demo pod",
+                  "meeting cabin", "startup table", "lounge stand", "double-deck stand", "poster wall",
+                  "catering counter"],
+        "copy": "stand", "capacity_word": "the east exhibition hall", "unit": "square metres of floor",
+        "value_word": "rental income", "value_unit": "pounds", "weight_range": (6, 60),
+        "value_range": (200, 2400), "second": ("power supply", "kW", (1, 10)),
+        "type_word": "a design approval and insurance check for a stand format",
+    }),
+    Scenario("greenhouse", "market gardening", {
+        "company": "a market gardener",
+        "items": ["basil", "lettuce", "rocket", "spinach", "kale", "chard", "radish", "coriander", "parsley",
+                  "microgreens", "pak choi", "mint"],
+        "copy": "tray", "capacity_word": "the heated greenhouse bench", "unit": "square decimetres",
+        "value_word": "expected market takings", "value_unit": "zloty", "weight_range": (4, 25),
+        "value_range": (3, 40), "second": ("irrigation water", "litres a day", (2, 20)),
+        "type_word": "buying certified seed and labels for a crop",
+    }),
+)
+
 
 class BoundedKnapsack(ProblemFamily):
     name = "bounded_knapsack"
@@ -58,7 +93,61 @@ class BoundedKnapsack(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"copies": "nonnegative_integer"}
+    # eval-only wordings of the fixed sentences ("at least", "at most", "needs" and "what is that" are left to
+    # the generic rules, whose training wordings vary)
+    phrasings = (
+        Phrasing(r"\bis filling\b", ("is filling",), ("is packing",)),
+        Phrasing(r"\bof several types\.", ("of several types.",), ("of various types.",)),
+        Phrasing(r", brings\b", (", brings",), (", returns",)),
+        Phrasing(r"\bare available\b", ("are available",), ("are on offer",)),
+        Phrasing(r"\bat all costs\b", ("at all costs",), ("at all carries a charge of",)),
+        Phrasing(r"\bA second resource,", ("A second resource,",), ("One more resource,",)),
+        Phrasing(r"\bis limited too\b", ("is limited too",), ("is scarce as well",)),
+        Phrasing(r"\bOnly a limited number of different types may be used\.",
+                 ("Only a limited number of different types may be used.",),
+                 ("The count of distinct types in use is capped.",)),
+        Phrasing(r"\bCopies of\b(?= at most)", ("Copies of",), ("Units from",)),
+        Phrasing(r"\bdifferent types may be taken\.", ("different types may be taken.",),
+                 ("distinct types can be included.",)),
+        Phrasing(r"\bUsing a type at all has a fixed cost\b", ("Using a type at all has a fixed cost",),
+                 ("Any type that is used at all carries a fixed charge",)),
+        Phrasing(r"\bpaid once if any copy of it is taken and subtracted from the\b",
+                 ("paid once if any copy of it is taken and subtracted from the",),
+                 ("charged once as soon as one copy of it is included and deducted from the",)),
+        Phrasing(r"\bare already promised\.", ("are already promised.",), ("have already been committed.",)),
+        Phrasing(r"\bof each type should be chosen to maximize\b", ("of each type should be chosen to maximize",),
+                 ("of every type ought to be selected to maximise",)),
+        Phrasing(r"\bnet of the fixed costs\b", ("net of the fixed costs",), ("after the fixed charges",)),
+        # table headers and the data.json field descriptions
+        Phrasing(r"\bfixed cost of using the type\b", ("fixed cost of using the type",),
+                 ("fixed charge for a used type",)),
+        Phrasing(r"\bcapacity used by one copy of each item type\b", ("capacity used by one copy of each item type",),
+                 ("capacity one copy of an item type takes up",)),
+        Phrasing(r"\bvalue of one copy of each item type\b", ("value of one copy of each item type",),
+                 ("worth of a single copy of an item type",)),
+        Phrasing(r"\bmost copies of each item type\b", ("most copies of each item type",),
+                 ("largest number of copies of an item type",)),
+        Phrasing(r"\bcommitted least copies of some item types\b", ("committed least copies of some item types",),
+                 ("promised minimum copies for some item types",)),
+        Phrasing(r"\(may be empty\)", ("(may be empty)",), ("(possibly empty)",)),
+        Phrasing(r"\btotal capacity\b", ("total capacity",), ("capacity in all",)),
+        Phrasing(r"\buse of the second limited resource by one copy of each item type\b",
+                 ("use of the second limited resource by one copy of each item type",),
+                 ("second limited resource taken by one copy of an item type",)),
+        Phrasing(r"\bmost item types of which any copies are taken\b", ("most item types of which any copies are taken",),
+                 ("largest number of item types that may be used",)),
+        Phrasing(r"\bfixed cost of taking any copies of an item type\b",
+                 ("fixed cost of taking any copies of an item type",),
+                 ("fixed charge for including an item type at all",)),
+        Phrasing(r"\(only when there is a second resource\)", ("(only when there is a second resource)",),
+                 ("(present if a second resource is limited)",)),
+        Phrasing(r"\(only when there is such a limit\)", ("(only when there is such a limit)",),
+                 ("(present if the types are capped)",)),
+        Phrasing(r"\(only when using a type costs something\)", ("(only when using a type costs something)",),
+                 ("(present if using a type is charged)",)),
+    )
     data_fields = {
         "items": "list of item types",
         "size": "capacity used by one copy of each item type, keyed by item",
@@ -256,6 +345,12 @@ model.minimum = pyo.Constraint(list(data["minimum"]), rule=lambda model, i: mode
                      f"({fmt(data['capacity'])} {unit}) for {join_names(items)}.",
             "cloud": f"{words['company'].capitalize()} is filling {words['capacity_word']} "
                      f"({fmt(data['capacity'])} {unit}) with {copy}s of the types {join_names(items)}.",
+            "airfreight": f"{words['company'].capitalize()} is loading {words['capacity_word']} "
+                          f"({fmt(data['capacity'])} {unit}) with {copy}s of {join_names(items)}.",
+            "exhibition": f"{words['company'].capitalize()} is letting out {words['capacity_word']} "
+                          f"({fmt(data['capacity'])} {unit}) as {copy}s of the formats {join_names(items)}.",
+            "greenhouse": f"{words['company'].capitalize()} is planting {words['capacity_word']} "
+                          f"({fmt(data['capacity'])} {unit}) with {copy}s of {join_names(items)}.",
         }[scenario.key]
         commitments = " ".join(f"At least {fmt(v)} {copy}s of {i} are already promised." for i, v in
                                data["minimum"].items())

@@ -44,6 +44,25 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other operators, tasks, duty words, task prefixes, bases and currencies than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("helicopter", "offshore helicopter services", {
+        "company": "an offshore helicopter operator", "task": "sortie", "tasks": "sorties",
+        "prefixes": ["HX", "NH"], "duty": "crew rotation", "duties": "crew rotations",
+        "bases": ["Aberdeen", "Sumburgh"], "money": "pounds", "cost": (1200, 220),
+    }),
+    Scenario("tram", "urban tram networks", {
+        "company": "a city tram operator", "task": "tram service", "tasks": "tram services", "prefixes": ["L", "M"],
+        "duty": "duty block", "duties": "duty blocks", "bases": ["Depot East", "Depot West"],
+        "money": "Swiss francs", "cost": (300, 60),
+    }),
+    Scenario("cargo", "air freight operations", {
+        "company": "a cargo airline's scheduling desk", "task": "cargo leg", "tasks": "cargo legs",
+        "prefixes": ["CV", "QY"], "duty": "crew trip", "duties": "crew trips", "bases": ["Luxembourg", "Leipzig"],
+        "money": "euros", "cost": (1100, 190),
+    }),
+)
+
 
 class CrewScheduling(ProblemFamily):
     name = "crew_scheduling"
@@ -51,6 +70,7 @@ class CrewScheduling(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"use": "binary", "deadhead": "nonnegative"}
     phrasings = (
         Phrasing(r"Each pairing is worked by one crew and is chosen whole or not at all\.",
@@ -58,6 +78,49 @@ class CrewScheduling(ProblemFamily):
                   "A pairing is taken as a whole, by one crew, or not used."),
                  ("One crew works a chosen pairing from start to end; pairings cannot be split.",)),
         Phrasing(r"\bcovers the\b", ("covers the", "works the"), ("is made of the", "takes in the")),
+        # eval-only wordings of the other fixed sentences ("needs", "at most" and "what is that" are left to the
+        # generic rules, whose training wordings vary)
+        Phrasing(r"\bis worked by one crew and is chosen whole or not at all\.",
+                 ("is worked by one crew and is chosen whole or not at all.",),
+                 ("is staffed by a single crew and is either taken in full or left out.",)),
+        Phrasing(r"(?<=needs )a working crew; if several chosen\b", ("a working crew; if several chosen",),
+                 ("an operating crew; if two or more selected",)),
+        Phrasing(r"\binclude the same\b", ("include the same",), ("contain the same",)),
+        Phrasing(r", the extra crews ride along as passengers \(deadheading\) at\b",
+                 (", the extra crews ride along as passengers (deadheading) at",),
+                 (", every additional crew travels on it as passengers (deadheading), costing",)),
+        Phrasing(r"\bmust be in exactly one chosen\b", ("must be in exactly one chosen",),
+                 ("has to belong to precisely one selected",)),
+        Phrasing(r"\bcrews are available, so\b", ("crews are available, so",), ("crews can be called on, hence",)),
+        Phrasing(r"\bcan be chosen\.", ("can be chosen.",), ("may be selected.",)),
+        Phrasing(r"\bstarts from its crew base, and the bases can start only so many:",
+                 ("starts from its crew base, and the bases can start only so many:",),
+                 ("begins at the home base of its crew, and every base has a cap on how many it may begin:",)),
+        Phrasing(r"\bshould be chosen at the least total cost\b", ("should be chosen at the least total cost",),
+                 ("ought to be selected to keep the overall cost as low as possible",)),
+        Phrasing(r", starts from\b", (", starts from",), (", begins at",)),
+        Phrasing(r"\band costs\b", ("and costs",), ("and its cost is",)),
+        # the data.json field descriptions
+        Phrasing(r"\blist of flight names to staff\b", ("list of flight names to staff",),
+                 ("names of the flights needing a crew",)),
+        Phrasing(r"\blist of candidate pairing names\b", ("list of candidate pairing names",),
+                 ("names of the pairings on offer",)),
+        Phrasing(r"\bthe flights the pairing works\b", ("the flights the pairing works",),
+                 ("the flights that make up the pairing",)),
+        Phrasing(r"\bcost of each pairing\b", ("cost of each pairing",), ("price of a pairing",)),
+        Phrasing(r"\bcost of each crew riding a flight beyond the one working it\b",
+                 ("cost of each crew riding a flight beyond the one working it",),
+                 ("charge for every crew on a flight besides the crew operating it",)),
+        Phrasing(r"\(only when crews may deadhead; otherwise every flight is covered exactly once\)",
+                 ("(only when crews may deadhead; otherwise every flight is covered exactly once)",),
+                 ("(present if deadheading is allowed; without it each flight is covered precisely once)",)),
+        Phrasing(r"\bmost pairings that can be chosen, one per crew\b", ("most pairings that can be chosen, one per crew",),
+                 ("largest number of pairings selectable, one for each crew",)),
+        Phrasing(r"\(only when crews are limited\)", ("(only when crews are limited)",), ("(present if crews are scarce)",)),
+        Phrasing(r"\bhome base of each pairing\b", ("home base of each pairing",), ("base a pairing starts from",)),
+        Phrasing(r"\bmost pairings each base can start\b", ("most pairings each base can start",),
+                 ("cap on the pairings a base may start",)),
+        Phrasing(r"\(only when bases have limits\)", ("(only when bases have limits)",), ("(present if bases are capped)",)),
     )
     data_fields = {
         "tasks": "list of flight names to staff",
@@ -207,6 +270,12 @@ model.base_limit = pyo.Constraint(sorted(data["base_limit"]), rule=lambda model,
                     f"and {len(pairings)} candidate {duties}.",
             "bus": f"{words['company'].capitalize()} needs a driver on each of {len(tasks)} {task_plural} "
                    f"({join_names(tasks)}); {len(pairings)} possible {duties} have been drawn up.",
+            "helicopter": f"{words['company'].capitalize()} has to crew {len(tasks)} {task_plural} for the coming "
+                          f"day ({join_names(tasks)}) and has built {len(pairings)} feasible {duties} for them.",
+            "tram": f"For the Monday timetable, {words['company']} must give each of its {len(tasks)} {task_plural} "
+                    f"({join_names(tasks)}) a driver, choosing among {len(pairings)} prepared {duties}.",
+            "cargo": f"{words['company'].capitalize()} plans the crews of {len(tasks)} {task_plural} "
+                     f"({join_names(tasks)}) with {len(pairings)} rule-compliant {duties} built by its optimizer.",
         }[scenario.key]
         rules = ("Each pairing is worked by one crew and is chosen whole or not at all." if duty == "pairing" else
                  f"Each {duty} is worked by one crew and is chosen whole or not at all.")

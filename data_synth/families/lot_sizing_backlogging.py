@@ -59,6 +59,35 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other industries, companies, resources, products, units, periods and currencies than any
+# training scenario
+EVAL_SCENARIOS = (
+    Scenario("porcelain", "ceramic tableware", {
+        "company": "a porcelain manufacturer", "resource": "the tunnel kiln",
+        "products": ["dinner plate", "soup bowl", "serving platter", "espresso cup"],
+        "unit": "items", "one_unit": "item", "period": "week",
+        "period_names": [f"W{k}" for k in range(36, 44)], "money": "pounds",
+        "setup_words": "switching the glaze and resetting the firing curve",
+        "late_words": "a credit note issued to the hotel chain",
+    }),
+    Scenario("pumps", "pump manufacturing", {
+        "company": "an industrial pump maker", "resource": "the hydraulic test bench",
+        "products": ["booster pump", "dosing pump", "sump pump", "borehole pump"],
+        "unit": "pumps", "one_unit": "pump", "period": "quarter",
+        "period_names": ["2027 Q1", "2027 Q2", "2027 Q3", "2027 Q4", "2028 Q1", "2028 Q2", "2028 Q3", "2028 Q4"],
+        "money": "Swiss francs", "setup_words": "fitting the rig adapters and recalibrating the sensors",
+        "late_words": "liquidated damages owed to the utility",
+    }),
+    Scenario("cosmetics", "cosmetics filling", {
+        "company": "a skincare contract filler", "resource": "the tube filling line",
+        "products": ["face cream", "body lotion", "hand serum", "lip balm"],
+        "unit": "cases", "one_unit": "case", "period": "fortnight",
+        "period_names": [f"fortnight {k}" for k in range(1, 9)], "money": "kronor",
+        "setup_words": "sanitising the nozzles and swapping the tube magazine",
+        "late_words": "a service-level penalty owed to the brand owner",
+    }),
+)
+
 
 class LotSizingBacklogging(ProblemFamily):
     name = "lot_sizing_backlogging"
@@ -66,6 +95,7 @@ class LotSizingBacklogging(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"make": "nonnegative", "stock": "nonnegative", "backlog": "nonnegative", "setup": "binary"}
     phrasings = (
         Phrasing(r"Orders may be delivered late\b", ("Orders may be delivered late",),
@@ -77,6 +107,67 @@ class LotSizingBacklogging(ProblemFamily):
         Phrasing(r"\bis needed in every period a product is made\b",
                  ("is needed in every period a product is made",),
                  ("must precede production in any period",)),
+        Phrasing(r"\bplans production of\b", ("plans production of",), ("schedules the making of",)),
+        Phrasing(r"\bit costs money and uses hours of\b", ("it costs money and uses hours of",),
+                 ("each one is charged for and takes up time on",)),
+        Phrasing(r"\bUnits left in stock at the end of a\b", ("Units left in stock at the end of a",),
+                 ("Inventory carried over past the close of a",)),
+        Phrasing(r"\bincur a holding cost\.", ("incur a holding cost.",), ("is charged for storage.",)),
+        Phrasing(r"\ba backlog cost per\b", ("a backlog cost per",), ("a late charge for every",)),
+        Phrasing(r"\bfor every (?=\w+ it is late\))", ("for every ",), ("in each ",)),
+        Phrasing(r"\borders are\b", ("orders are",), ("the quantities ordered are",)),
+        Phrasing(r"\bare in stock at the start\.", ("are in stock at the start.",),
+                 ("sit in inventory when the plan begins.",)),
+        Phrasing(r"\bRegular hours of\b", ("Regular hours of",), ("Normal working time on",)),
+        Phrasing(r"\bOvertime can add hours of\b", ("Overtime can add hours of",),
+                 ("Extra overtime hours are available on",)),
+        # ("at least" and "may not exceed" are left to the generic rules, whose training wordings vary)
+        Phrasing(r"\ba product is set up, (?=at least its minimum lot)", ("a product is set up, ",),
+                 ("in which a product is set up, ",)),
+        Phrasing(r"\bits minimum lot must be made\b", ("its minimum lot must be made",),
+                 ("its minimum lot has to be produced",)),
+        Phrasing(r"\bthe late orders of a product(?= may not exceed)", ("the late orders of a product",),
+                 ("the overdue quantity of any product",)),
+        Phrasing(r"\bshould each product be set up, and how many\b", ("should each product be set up, and how many",),
+                 ("is each product to be set up, and what number of",)),
+        Phrasing(r"\bsetup, holding and backlog cost\b", ("setup, holding and backlog cost",),
+                 ("bill for setups, storage and late deliveries",)),
+        # table headers and the data.json field descriptions (a longer rule before a shorter one it contains)
+        Phrasing(r"\binitial stock\b", ("initial stock",), ("opening inventory",)),
+        Phrasing(r"\bunits ordered for delivery in the period\b", ("units ordered for delivery in the period",),
+                 ("quantity due in that period",)),
+        Phrasing(r"\bunits of each product in stock before the first period\b",
+                 ("units of each product in stock before the first period",),
+                 ("opening inventory of every product",)),
+        Phrasing(r"\bresource hours per unit of each product\b", ("resource hours per unit of each product",),
+                 ("time on the resource that one unit of a product takes",)),
+        Phrasing(r"\bresource hours of one setup of each product\b", ("resource hours of one setup of each product",),
+                 ("time on the resource that a product's setup takes",)),
+        Phrasing(r"\bcost of one setup of each product\b", ("cost of one setup of each product",),
+                 ("price of setting a product up once",)),
+        Phrasing(r"\bcost per unit in stock at the end of a period\b", ("cost per unit in stock at the end of a period",),
+                 ("storage charge on a unit still on hand when a period closes",)),
+        Phrasing(r"\bcost per unit delivered late, for each period it is late\b",
+                 ("cost per unit delivered late, for each period it is late",),
+                 ("charge on a late unit for every period of delay",)),
+        Phrasing(r"\bregular resource hours in each period\b", ("regular resource hours in each period",),
+                 ("normal working time of the resource in a period",)),
+        Phrasing(r"\bcost per overtime hour\b", ("cost per overtime hour",), ("price of one overtime hour",)),
+        Phrasing(r"\bmost overtime hours in each period\b", ("most overtime hours in each period",),
+                 ("cap on the overtime of a period",)),
+        Phrasing(r"\bfewest units made of a product in a period it is set up\b",
+                 ("fewest units made of a product in a period it is set up",),
+                 ("smallest run of a product whenever it is set up",)),
+        Phrasing(r"\bmost units of a product that may be late at the end of any period\b",
+                 ("most units of a product that may be late at the end of any period",),
+                 ("largest overdue quantity of a product allowed when a period closes",)),
+        Phrasing(r"\bmost overtime hours\b", ("most overtime hours",), ("overtime hour cap",)),
+        Phrasing(r"\(only when overtime is possible\)", ("(only when overtime is possible)",),
+                 ("(present if overtime can be bought)",)),
+        Phrasing(r"\(only when there are minimum lots\)", ("(only when there are minimum lots)",),
+                 ("(present if lots have a minimum)",)),
+        Phrasing(r"\(only when backlogs are limited\)", ("(only when backlogs are limited)",),
+                 ("(present if backlogs are capped)",)),
     )
     data_fields = {
         "products": "list of product names",

@@ -22,6 +22,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("retail", "retail marketing", {
@@ -45,6 +46,31 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other advertisers, campaigns, channels, audiences and placement words than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("museum", "cultural institutions", {
+        "who": "A natural-history museum", "campaign": "the opening of its dinosaur hall",
+        "channels": ["tram wraps", "metro station screens", "arts magazine spreads", "morning radio mentions",
+                     "cable TV commercials", "tourist-map listings", "hotel lobby displays", "sponsored reels",
+                     "culture newsletter banners", "airport lightboxes"],
+        "audience": "thousand viewers", "placement": "insertion",
+    }),
+    Scenario("charity", "nonprofit fundraising", {
+        "who": "A wildlife charity", "campaign": "its winter donation appeal",
+        "channels": ["door drops", "regional TV adverts", "sponsored search results", "community radio features",
+                     "supermarket screens", "online video sponsorships", "magazine inserts", "street banners",
+                     "digital audio adverts", "railway platform posters"],
+        "audience": "thousand households", "placement": "booking",
+    }),
+    Scenario("dealership", "car retailing", {
+        "who": "A car dealership group", "campaign": "its model-year clearance",
+        "channels": ["drive-time radio ads", "stadium boards", "classified listings", "roadside digital boards",
+                     "motoring magazine pages", "sports broadcast breaks", "sponsored video shorts",
+                     "local paper wraps", "direct-mail postcards", "fuel station screens"],
+        "audience": "thousand drivers", "placement": "package",
+    }),
+)
+
 
 class MediaAllocation(ProblemFamily):
     name = "media_allocation"
@@ -52,7 +78,72 @@ class MediaAllocation(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"buy": "nonnegative_integer"}
+    # eval-only wordings of the fixed sentences ("at least", "at most" and "what is that" are left to the
+    # generic rules, whose training wordings vary)
+    phrasings = (
+        Phrasing(r"\bis buying media for\b", ("is buying media for",), ("is planning the media buy for",)),
+        Phrasing(r", with a budget of\b", (", with a budget of",), (", and it may spend up to",)),
+        Phrasing(r"\bPlacements are bought whole\.", ("Placements are bought whole.",),
+                 ("Only whole placements can be booked.",)),
+        Phrasing(r"(?<=, )reaches\b(?= \d)", ("reaches",), ("is seen by",)),
+        Phrasing(r"\bare available\b", ("are available",), ("can be booked",)),
+        Phrasing(r"\bonly the first\b", ("only the first",), ("just the first",)),
+        Phrasing(r"\breach that many, each further one reaches\b", ("reach that many, each further one reaches",),
+                 ("achieve that reach, and every additional one is seen by",)),
+        Phrasing(r"\bproducing its ad costs\b", ("producing its ad costs",), ("making its ad comes to",)),
+        Phrasing(r"\bof the money spent on\b", ("of the money spent on",), ("of the outlay on",)),
+        Phrasing(r"\bmust go to\b", ("must go to",), ("has to be directed to",)),
+        Phrasing(r"\bAudiences saturate: past a number of\b", ("Audiences saturate: past a number of",),
+                 ("Reach wears off: beyond a certain count of",)),
+        Phrasing(r"\breaches a smaller audience, mostly people already reached\.",
+                 ("reaches a smaller audience, mostly people already reached.",),
+                 ("is seen by fewer people, most of whom were reached before.",)),
+        Phrasing(r"\bProducing the ad for a channel has a fixed cost, paid from the budget once if any\b",
+                 ("Producing the ad for a channel has a fixed cost, paid from the budget once if any",),
+                 ("Using a channel means making its ad first, a fixed cost charged once to the budget when any",)),
+        Phrasing(r"\bon that channel is bought\.", ("on that channel is bought.",), ("on that channel is booked.",)),
+        Phrasing(r"\bA prior agreement requires\b", ("A prior agreement requires",),
+                 ("An earlier contract commits the campaign to",)),
+        Phrasing(r"\bshould be bought on each channel to maximize the total audience reached\b",
+                 ("should be bought on each channel to maximize the total audience reached",),
+                 ("are to be purchased on every channel for the largest combined audience",)),
+        # table headers and the data.json field descriptions
+        Phrasing(r"\bad production cost\b", ("ad production cost",), ("cost of making the ad",)),
+        Phrasing(r"\bat full reach\b", ("at full reach",), ("with undiminished reach",)),
+        Phrasing(r"\bcost of one placement on each channel\b", ("cost of one placement on each channel",),
+                 ("price of a single placement on a channel",)),
+        Phrasing(r"\baudience reached by one placement\b", ("audience reached by one placement",),
+                 ("people one placement gets to",)),
+        Phrasing(r"\bmost placements available on each channel\b", ("most placements available on each channel",),
+                 ("largest number of placements a channel offers",)),
+        Phrasing(r"\btotal budget \(dollars\)", ("total budget (dollars)",), ("money available in all (USD)",)),
+        Phrasing(r"\bthe channel that must receive a minimum share of the spend on placements\b",
+                 ("the channel that must receive a minimum share of the spend on placements",),
+                 ("channel that is guaranteed a minimum part of the placement spending",)),
+        Phrasing(r"\bthat minimum share of the spend on placements\b", ("that minimum share of the spend on placements",),
+                 ("smallest part of the placement spending that this channel gets",)),
+        Phrasing(r"\bplacements on each channel that reach the full audience\b",
+                 ("placements on each channel that reach the full audience",),
+                 ("number of placements of a channel that get the whole audience",)),
+        Phrasing(r"\baudience reached by each placement past the saturation point\b",
+                 ("audience reached by each placement past the saturation point",),
+                 ("people every placement beyond the saturation point gets to",)),
+        Phrasing(r"\bof producing the ad for a channel that is used at all, paid from the budget\b",
+                 ("of producing the ad for a channel that is used at all, paid from the budget",),
+                 ("of making the ad of any channel in use, charged to the budget",)),
+        Phrasing(r"\bcontracted minimum number of placements\b", ("contracted minimum number of placements",),
+                 ("placements owed under contract, at the least",)),
+        Phrasing(r"\(only when there is such a share\)", ("(only when there is such a share)",),
+                 ("(present if a share is imposed)",)),
+        Phrasing(r"\(only when further placements reach fewer\)", ("(only when further placements reach fewer)",),
+                 ("(present if reach wears off)",)),
+        Phrasing(r"\(only when ads must be produced per channel\)", ("(only when ads must be produced per channel)",),
+                 ("(present if every channel in use needs its own ad)",)),
+        Phrasing(r"\(only when there are contracts\)", ("(only when there are contracts)",),
+                 ("(present if contracts exist)",)),
+    )
     data_fields = {
         "channels": "list of media channel names",
         "cost": "cost of one placement on each channel (dollars), keyed by channel",

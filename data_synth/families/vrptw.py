@@ -47,6 +47,32 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other services, companies, depots, vehicles, stops, loads and distance units than any training
+# scenario
+EVAL_SCENARIOS = (
+    Scenario("library", "mobile library services", {
+        "company": "a county library service", "depot": "Library HQ", "vehicle": "book bus",
+        "vehicles": "book buses",
+        "customers": ["Ashby Green", "Brampton", "Colwick", "Dunholme", "Eastwell", "Fenby", "Gedling",
+                      "Hemswell", "Ingham", "Kirton"],
+        "load": "book crates", "distance": "miles",
+    }),
+    Scenario("laundry", "hotel linen services", {
+        "company": "an industrial laundry", "depot": "Laundry Plant", "vehicle": "linen truck",
+        "vehicles": "linen trucks",
+        "customers": ["Hotel Aurora", "Hotel Belvedere", "Spa Cascade", "Hotel Dorian", "Inn Evergreen",
+                      "Hotel Falcon", "Resort Granite", "Hotel Harbour", "Hostel Indigo", "Hotel Jasmine"],
+        "load": "linen carts", "distance": "km",
+    }),
+    Scenario("vet", "farm veterinary care", {
+        "company": "a farm veterinary practice", "depot": "Vet Clinic", "vehicle": "vet pickup",
+        "vehicles": "vet pickups",
+        "customers": ["Ashgrove Farm", "Bellacre Farm", "Coldbrook Farm", "Deerfold Farm", "Elmstead Farm",
+                      "Foxhollow Farm", "Glenmoor Farm", "Hawthorn Farm", "Ivydene Farm", "Larkrise Farm"],
+        "load": "vaccine boxes", "distance": "miles",
+    }),
+)
+
 
 def _nodes(data: dict) -> list[str]:
     return [data["depot"], *data["customers"]]
@@ -79,15 +105,67 @@ class VehicleRoutingTimeWindows(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"route": "binary", "arrive": "nonnegative", "carried": "nonnegative"}
     phrasings = (
         Phrasing(r"Vehicles leave the depot at time 0\.",
                  ("Vehicles leave the depot at time 0.", "All vehicles set off from the depot at time 0."),
                  ("Departure from the depot is at time 0 for every vehicle.",)),
-        Phrasing(r"\bmay wait\b", ("may wait", "can wait"), ("are allowed to wait", "may idle")),
+        Phrasing(r"\bmay wait\b", ("may wait", "can wait"), ("is allowed to wait", "may idle")),
         Phrasing(r"Travel times in minutes equal the distances\.",
                  ("Travel times in minutes equal the distances.", "Driving takes one minute per distance unit."),
                  ("Each distance unit takes a minute to drive.",)),
+        # eval-only wordings of the other fixed sentences ("at most" and "what is that" are left to the generic
+        # rules, whose training wordings vary)
+        Phrasing(r"\bEvery customer is visited exactly once by one\b", ("Every customer is visited exactly once by one",),
+                 ("Each client gets precisely one visit, from a single",)),
+        Phrasing(r"\bused starts and ends at the\b", ("used starts and ends at the",),
+                 ("that is used leaves from and returns to the",)),
+        Phrasing(r"\bService must start within the customer's time window;",
+                 ("Service must start within the customer's time window;",),
+                 ("Each visit has to begin inside the client's time window;",)),
+        Phrasing(r"\bthat arrives early\b", ("that arrives early",), ("arriving ahead of time",)),
+        Phrasing(r"\bcarries\b(?= at most)", ("carries",), ("holds",)),
+        Phrasing(r", and each customer receives a given number of\b", (", and each customer receives a given number of",),
+                 (", and every client is owed a set number of",)),
+        Phrasing(r"\bcloses at minute\b", ("closes at minute",), ("shuts at minute",)),
+        Phrasing(r"\bmust be back by then\.", ("must be back by then.",), ("has to have returned by that time.",)),
+        Phrasing(r"\bthe total distance driven\b", ("the total distance driven",), ("the overall driving distance",)),
+        Phrasing(r"\bplus a fixed charge of\b", ("plus a fixed charge of",), ("together with a flat charge of",)),
+        Phrasing(r"-equivalents for\b", ("-equivalents for",), (" of equivalent distance for",)),
+        Phrasing(r"\bWhich routes minimize\b", ("Which routes minimize",), ("What routes minimise",)),
+        Phrasing(r"\bwindow\b(?= \d)", ("window",), ("time window",)),
+        Phrasing(r"(?<=, )service(?= \d)", ("service",), ("on-site time",)),
+        Phrasing(r"\bFrom\b(?= [^:.]+: \d)", ("From",), ("Leaving",)),
+        Phrasing(r"\bDistances \(", ("Distances (",), ("Driving distances (",)),
+        # table headers and the data.json field descriptions
+        Phrasing(r"\bwindow opens\b", ("window opens",), ("earliest start",)),
+        Phrasing(r"\bwindow closes\b", ("window closes",), ("latest start",)),
+        Phrasing(r"\bservice \(min\)", ("service (min)",), ("time on site (min)",)),
+        Phrasing(r"\bdistance between two places\b", ("distance between two places",), ("separation of two places",)),
+        Phrasing(r"\btravel takes one minute per unit\b", ("travel takes one minute per unit",),
+                 ("driving one unit takes a minute",)),
+        Phrasing(r"\bstart of each customer's time window\b", ("start of each customer's time window",),
+                 ("opening time of a client's window",)),
+        Phrasing(r"\bend of each customer's time window \(minutes\): service must start by then\b",
+                 ("end of each customer's time window (minutes): service must start by then",),
+                 ("closing time of a client's window (minutes): the visit has to begin by then",)),
+        Phrasing(r"\bminutes spent at each customer\b", ("minutes spent at each customer",),
+                 ("time in minutes on site at a client",)),
+        Phrasing(r"\bnumber of vehicles available\b", ("number of vehicles available",), ("size of the fleet",)),
+        Phrasing(r"\bload one vehicle can carry\b", ("load one vehicle can carry",), ("load a single vehicle can hold",)),
+        Phrasing(r"\bload each customer receives\b", ("load each customer receives",), ("load delivered to a client",)),
+        Phrasing(r"\bfixed cost per vehicle used\b", ("fixed cost per vehicle used",),
+                 ("flat charge for a vehicle in use",)),
+        Phrasing(r"\btime by which every vehicle must be back at the depot\b",
+                 ("time by which every vehicle must be back at the depot",),
+                 ("deadline for all vehicles to return to the depot",)),
+        Phrasing(r"\(only when vehicles have a capacity\)", ("(only when vehicles have a capacity)",),
+                 ("(present if vehicles are capacitated)",)),
+        Phrasing(r"\(only when using a vehicle costs extra\)", ("(only when using a vehicle costs extra)",),
+                 ("(present if vehicles carry a charge)",)),
+        Phrasing(r"\(only when the depot closes\)", ("(only when the depot closes)",),
+                 ("(present if the depot has a closing time)",)),
     )
     data_fields = {
         "depot": "name of the depot",
@@ -310,6 +388,12 @@ model.closing = pyo.Constraint(model.C, rule=back_by_closing)
                       f"at most {fmt(data['vehicles'])} {vehicles}.",
             "technicians": f"{words['company'].capitalize()} sends its {vehicles} (no more than "
                            f"{fmt(data['vehicles'])}) from the {depot} to {len(customers)} booked visits.",
+            "library": f"From {depot}, {words['company']} will serve {len(customers)} village stops today, using no "
+                       f"more than {fmt(data['vehicles'])} {vehicles}.",
+            "laundry": f"{words['company'].capitalize()} collects and returns linen at {len(customers)} hotels, "
+                       f"dispatching up to {fmt(data['vehicles'])} {vehicles} from its {depot}.",
+            "vet": f"{words['company'].capitalize()} has {len(customers)} farm calls booked for today; its {depot} can "
+                   f"send out as many as {fmt(data['vehicles'])} {vehicles}.",
         }[scenario.key]
         rules = (f"Every customer is visited exactly once by one {vehicle}, and every {vehicle} used starts and ends "
                  f"at the {depot}. Vehicles leave the depot at time 0. Travel times in minutes equal the distances. "
