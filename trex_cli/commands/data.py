@@ -51,10 +51,12 @@ ExecutorOption = Annotated[str | None, typer.Option(
 TasksOption = Annotated[int | None, typer.Option(
     "--tasks", help="Tasks the documents are sharded into, by source file (the dataset does not depend on it).",
     show_default="run.executor.tasks: 1")]
+DryRunOption = Annotated[bool, typer.Option(
+    "--dry-run", help="With --executor slurm: write the clean phase's sbatch script and stop.")]
 
 
 def _run(kind, recipe_path, overrides, sources, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
-         run_dir, skip_bad, force, show_progress, extra=None):
+         run_dir, skip_bad, force, show_progress, extra=None, dry_run=False):
     """Build the `kind` dataset with the flags applied to the recipe's [data] keys (a flag beats the recipe)."""
     import dataclasses
 
@@ -79,8 +81,19 @@ def _run(kind, recipe_path, overrides, sources, decontaminate, tokenizer, train_
     })
     loaded = load_recipe(recipe_path, overrides, flags)
     layout = RunLayout(loaded)
+    stage = DataStage(loaded, layout, kind)
+    stage.dry_run = dry_run
     with layout.stage_command():
-        return DataStage(loaded, layout, kind).run(force=force, show_progress=show_progress)
+        return stage.run(force=force, show_progress=show_progress)
+
+
+def _said_dry_run(result) -> bool:
+    """`--dry-run`: print where the submission is; True when there was one."""
+    if not isinstance(result.details, Path):
+        return False
+    out.print(f"wrote the Slurm submission of the clean phase: {result.details} (not submitted); run the same "
+              "command without --dry-run to submit it and build the dataset (finished tasks are not rerun)")
+    return True
 
 
 def _print_summary(result, title: str) -> None:
@@ -133,13 +146,15 @@ def cpt(
     show_progress: ShowProgressOption = True,
     executor: ExecutorOption = None,
     tasks: TasksOption = None,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Build the CPT dataset: documents plus EOS, mixed by token shares, packed into rows of exactly seq_len."""
     from trex_cli.executors import executor_flags
 
     result = _run("cpt", recipe, overrides, source, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
-                  run_dir, skip_bad, force, show_progress, extra=executor_flags(executor, tasks))
-    _print_summary(result, "CPT sources")
+                  run_dir, skip_bad, force, show_progress, extra=executor_flags(executor, tasks), dry_run=dry_run)
+    if not _said_dry_run(result):
+        _print_summary(result, "CPT sources")
 
 
 @app.command("sft")
@@ -161,10 +176,18 @@ def sft(
     skip_bad: SkipBadOption = None,
     force: ForceOption = False,
     show_progress: ShowProgressOption = True,
+    executor: ExecutorOption = None,
+    tasks: TasksOption = None,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Build the SFT dataset: chat-templated samples with loss on assistant tokens only (verified by decoding).
     Reuses the run's CPT tokenizer when there is one and no --tokenizer is given."""
-    extra = {"--stage": ("data.sft.stage", stage), "--packing": ("data.sft.packing", packing)}
+    from trex_cli.executors import executor_flags
+
+    extra = {"--stage": ("data.sft.stage", stage), "--packing": ("data.sft.packing", packing),
+             **executor_flags(executor, tasks)}
     result = _run("sft", recipe, overrides, source, decontaminate, tokenizer, train_tokenizer, seq_len, out_dir,
-                  run_dir, skip_bad, force, show_progress, extra)
+                  run_dir, skip_bad, force, show_progress, extra, dry_run=dry_run)
+    if _said_dry_run(result):
+        return
     _print_summary(result, f"SFT sources (stage {result.details.get('stage', '') if result.ran else ''})")

@@ -37,7 +37,7 @@ from trex_cli.data.mixing import mix_by_shares
 from trex_cli.data.normalize import WordHasher, normalize_text
 from trex_cli.data.readers import BadInput, Document, iter_documents
 from trex_cli.data.shards import RowWriter, write_dataset_dict
-from trex_cli.data.tokenizer import load_tokenizer, train_tokenizer
+from trex_cli.data.tokenizer import load_resumed, load_tokenizer, train_tokenizer
 
 CHUNK_TOKENS = 1 << 23  # tokens per packed chunk: about 100 MB of row arrays at a time
 
@@ -208,11 +208,13 @@ def build_cpt(
     show_progress: bool = True,
     save_recipe: Callable[[Path], object] | None = None,
     executor=None,
-) -> dict | None:
+    dry_run: bool = False,
+) -> dict | Path | None:
     """Build the CPT data folder `out`; returns the summary (also saved in stats.json), or None when
     `out` holds this build finished already. `executor` (`[run.executor]`) with more than one task, or a
     cluster executor, runs the per-document work as sharded tasks (`trex_cli.data.sharded`): the same
-    dataset; None or one local task builds in this process.
+    dataset; None or one local task builds in this process. `dry_run` (Slurm) writes the clean phase's
+    submission and returns its script, running nothing.
 
     The build streams: documents are read, normalized and cleaned one at a time and the kept texts go
     to a scratch file; the tokenizer trains from that file, tokens go to a second one, and rows are
@@ -224,6 +226,8 @@ def build_cpt(
         from trex_cli.executors import check_settings
 
         check_settings(executor)  # bad executor settings: an error before any work
+    if dry_run and (executor is None or executor.kind != "slurm"):
+        raise ValueError("--dry-run writes the Slurm submission without sending it; use it with --executor slurm")
     plan = build.plan_build(config, "cpt", out, run_dir, force)
     config, sources, tokenizer_path, folder = plan.config, plan.sources, plan.tokenizer_path, plan.folder
     if build.finished_already(folder):
@@ -231,7 +235,8 @@ def build_cpt(
     if executor is not None and (executor.kind != "local" or executor.tasks > 1):
         from trex_cli.data.sharded import build_cpt_sharded
 
-        return build_cpt_sharded(config, plan, Path(out), executor, started, show_progress, save_recipe)
+        return build_cpt_sharded(config, plan, Path(out), executor, started, show_progress, save_recipe,
+                                 dry_run)
     work = _work_folder(Path(out))
     try:
         return _build_cpt_streaming(config, Path(out), sources, tokenizer_path, folder, work, started,
@@ -286,7 +291,7 @@ def _build_cpt_streaming(config, out, sources, tokenizer_path, folder, work, sta
             saved_tokenizer = out / "tokenizer"
             tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path is not None else None
             if tokenizer is None and state is StageState.RESUME and (saved_tokenizer / "tokenizer.json").is_file():
-                tokenizer = load_tokenizer(saved_tokenizer)  # trained before the interruption
+                tokenizer = load_resumed(saved_tokenizer)  # trained before the interruption
             elif tokenizer is None:
                 tokenizer = train_tokenizer(iter(spill), config.vocab_size)
             tokenizer.save(saved_tokenizer)
@@ -315,9 +320,11 @@ class Corpus:
 
 class TokenStore:
     """Token files of int32 ids (each with int64 offsets: document i of a file is tokens `[offsets[i],
-    offsets[i+1])`), read as one sequence of documents by `pread`: the corpus is never in memory."""
+    offsets[i+1])`), read as one sequence of documents by `pread`: the corpus is never in memory. `dtype`
+    reads files of another item type with the same offsets (SFT's int8 loss masks)."""
 
-    def __init__(self, files: list[Path], offsets: list[np.ndarray]) -> None:
+    def __init__(self, files: list[Path], offsets: list[np.ndarray], dtype=np.int32) -> None:
+        self.dtype = np.dtype(dtype)
         self.files = [Path(file) for file in files]
         self.offsets = offsets
         counts = np.array([len(o) - 1 for o in offsets], dtype=np.int64)
@@ -338,8 +345,9 @@ class TokenStore:
         """Tokens `[start, stop)` of global document `document`."""
         file = int(np.searchsorted(self.first, document, side="right")) - 1
         base = int(self.offsets[file][document - self.first[file]])
-        data = os.pread(self._descriptors[file], (stop - start) * 4, (base + start) * 4)
-        return np.frombuffer(data, dtype=np.int32)
+        size = self.dtype.itemsize
+        data = os.pread(self._descriptors[file], (stop - start) * size, (base + start) * size)
+        return np.frombuffer(data, dtype=self.dtype)
 
 
 def finish_cpt(config, out, sources, folder, corpus: Corpus, phase, progress, started, save_recipe) -> dict:

@@ -338,35 +338,44 @@ def _documents_from_records(
 
 def read_conversations(spec: SourceSpec, bad: BadInput) -> list[Conversation]:
     """All chat samples of one SFT source."""
+    return [c for unit in conversation_units(spec) for c in unit_conversations(spec, unit, bad)]
+
+
+def conversation_units(spec: SourceSpec) -> list[Unit]:
+    """The units of one SFT source, in reading order: a synth folder's `sft/` shards, a folder's `.jsonl`
+    files (sorted by path), a `.jsonl` file; a table file or a Hub dataset is one unit."""
     path = Path(spec.path)
     kind = source_kind(path)
     if kind == "synth":
         folder = path / "sft"
         if not folder.is_dir():
             raise ValueError(f"synth folder {path} has no sft/ (run `trex synth` with SFT samples on)")
-        files = _jsonl_files(folder)
-    elif kind in ("hub", "dataset"):
-        return _conversations_from_records(_table_records(spec), spec, bad)
-    elif kind == "file":
+        return [Unit(spec.path, str(file)) for file in _jsonl_files(folder)]
+    if kind in ("hub", "dataset"):
+        return [Unit(spec.path, None)]
+    if kind == "file":
         suffix = path.suffix.lower()
         if suffix in TABLE_SUFFIXES:
-            return _conversations_from_records(_table_records(spec, path), spec, bad)
+            return [Unit(spec.path, None)]
         if suffix != ".jsonl":
             raise ValueError(f"SFT source {path}: expected a .jsonl, .json, .parquet or .csv file of chat records")
-        files = [path]
+        return [Unit(spec.path, str(path))]
+    return [Unit(spec.path, str(file)) for file in sorted(path.rglob("*.jsonl"))]
+
+
+def unit_conversations(spec: SourceSpec, unit: Unit, bad: BadInput) -> Iterator[Conversation]:
+    """The chat samples of one unit of `spec` (`conversation_units`), one at a time."""
+    path = Path(spec.path)
+    if unit.file is None:
+        records = _table_records(spec, path if source_kind(path) == "file" else None)
     else:
-        files = sorted(path.rglob("*.jsonl"))
-    conversations = []
-    for file in files:
-        records = _jsonl_records(file, spec.path, bad, empty_is_bad=kind != "synth")
-        conversations.extend(_conversations_from_records(records, spec, bad))
-    return conversations
+        records = _jsonl_records(Path(unit.file), spec.path, bad, empty_is_bad=source_kind(path) != "synth")
+    return _conversations_from_records(records, spec, bad)
 
 
 def _conversations_from_records(
     records: Iterable[tuple[str, str, dict]], spec: SourceSpec, bad: BadInput
-) -> list[Conversation]:
-    conversations = []
+) -> Iterator[Conversation]:
     for fallback_id, where, record in records:
         try:
             messages = chat_messages(record, spec)
@@ -379,14 +388,13 @@ def _conversations_from_records(
             continue
         record_id = _field(record, spec, "id")
         style = record.get("answer_style")
-        conversations.append(Conversation(
+        yield Conversation(
             id=str(record_id) if record_id is not None else fallback_id,
             source=spec.path,
             messages=messages,
             answer_style=style if isinstance(style, str) else None,
             origin=where,
-        ))
-    return conversations
+        )
 
 
 def record_format(record: dict, spec: SourceSpec) -> str:

@@ -17,25 +17,37 @@ both stages, as the paper mixes general instruction data into SFT.
 
 from __future__ import annotations
 
+import array
 import bisect
+import json
+import os
+import shutil
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 from trex_cli.artifacts import StageState, write_json_atomic
 from trex_cli.data import build, dataset_card
-from trex_cli.data.cleaning import clean
 from trex_cli.data.config import DataConfig
+from trex_cli.data.cpt import CHUNK_TOKENS, TokenStore, spilled_texts
 from trex_cli.data.decontaminate import BenchmarkIndex
 from trex_cli.data.exclusions import ExclusionLog
 from trex_cli.data.mixing import mix_by_shares
 from trex_cli.data.normalize import WordHasher, normalize_text
-from trex_cli.data.readers import BadInput, Conversation, read_conversations
-from trex_cli.data.shards import save_rows, write_dataset_dict
-from trex_cli.data.tokenizer import DataTokenizer, load_tokenizer, train_tokenizer
+from trex_cli.data.readers import BadInput, Conversation, conversation_units, unit_conversations
+from trex_cli.data.sharded import (
+    CleanTask,
+    ShardPlan,
+    decide_duplicates,
+    reporting_errors,
+    run_phase,
+    scratch_folder,
+)
+from trex_cli.data.shards import RowWriter, write_dataset_dict
+from trex_cli.data.tokenizer import DataTokenizer, load_resumed, load_tokenizer, train_tokenizer
 
 PROGRAM_STYLE = "program"
 
@@ -103,37 +115,128 @@ def pack_samples(lengths: np.ndarray, seq_len: int) -> list[list[int]]:
     return bins
 
 
-def _rows(samples: list[tuple[list[int], list[int]]], order: list[int], seq_len: int, packing: bool, pad_id: int, rng):
-    """Flat arrays and row offsets for the chosen samples, packed or one per row."""
+def conversation_items(plan, unit, bad: BadInput) -> Iterator[tuple[str, str, str | None, str | None]]:
+    """An SFT unit's items for the clean phase (`sharded.CleanTask`): (id, origin, the text cleaning
+    compares, the conversation as JSON); stage "program" leaves out the answers of other styles (text None)."""
+    program_only = plan.config.sft.stage == "program"
+    for conversation in unit_conversations(plan.source_of(unit), unit, bad):
+        if program_only and conversation.answer_style not in (None, PROGRAM_STYLE):
+            yield conversation.id, conversation.origin, None, None
+            continue
+        for message in conversation.messages:
+            message["content"] = normalize_text(message["content"])
+        record = [conversation.id, conversation.origin, conversation.answer_style, conversation.messages]
+        yield conversation.id, conversation.origin, conversation.text, json.dumps(record, ensure_ascii=False)
+
+
+def _kept_conversations(folder: Path, source: str) -> Iterator[Conversation]:
+    """The kept conversations of one unit's folder, in order."""
+    kept = np.load(folder / "kept.npy")
+    for payload, keep in zip(spilled_texts(folder / "texts.bin"), kept, strict=True):
+        if keep:
+            item_id, origin, style, messages = json.loads(payload)
+            yield Conversation(id=item_id, source=source, messages=messages, answer_style=style, origin=origin)
+
+
+class TemplateTask:
+    """The tokenize phase of the SFT build as a pipeline step (`(data, rank, world_size)`): task `rank`
+    renders the kept conversations of units `rank, rank + world_size, ...` with the build's tokenizer
+    (`out/tokenizer`) and its chat template, and writes their ids (`tokens.i32`), verified loss masks
+    (`mask.i8`) and offsets (`offsets.npy`, last: a unit with it is done), and one line per kept conversation
+    to `samples.jsonl`: ["ok", answer style] or ["drop", its exclusion row] (too long, or a mask that does not
+    verify, which without `skip_bad` stops the task with the sample's error)."""
+
+    def __init__(self, plan) -> None:
+        self.plan = plan
+
+    def __call__(self, data=None, rank: int = 0, world_size: int = 1):
+        plan = self.plan
+        todo = [k for k in range(rank, len(plan.units), world_size)
+                if not (plan.unit_folder(k) / "offsets.npy").is_file()]
+        if not todo:
+            return data
+        tokenizer = load_tokenizer(plan.out / "tokenizer")
+        with reporting_errors(plan.work, rank):
+            for number in todo:
+                self._template_unit(tokenizer, number)
+        return data
+
+    def _template_unit(self, tokenizer: DataTokenizer, number: int) -> None:
+        plan, seq_len = self.plan, self.plan.config.sft.seq_len
+        folder = plan.unit_folder(number)
+        drops = ExclusionLog()
+        bad = BadInput(drops, plan.config.skip_bad)
+        offsets = [0]
+        pid = os.getpid()
+        with open(folder / f".tokens.{pid}", "wb") as ids_file, open(folder / f".mask.{pid}", "wb") as mask_file, \
+                open(folder / f".samples.{pid}", "w", encoding="utf-8") as samples:
+            for conversation in _kept_conversations(folder, plan.units[number].source):
+                before = len(drops.rows)
+                try:
+                    input_ids, loss_mask = tokenize_conversation(tokenizer, conversation.messages)
+                except MaskError as error:
+                    bad(conversation.source, conversation.origin, f"sample {conversation.id}: {error}", "fix the sample")
+                else:
+                    if len(input_ids) > seq_len:
+                        drops.add("too_long", source=conversation.source, id=conversation.id,
+                                  where=conversation.origin, tokens=len(input_ids), seq_len=seq_len)
+                    else:
+                        ids_file.write(np.asarray(input_ids, dtype=np.int32).tobytes())
+                        mask_file.write(np.asarray(loss_mask, dtype=np.int8).tobytes())
+                        offsets.append(offsets[-1] + len(input_ids))
+                        samples.write(json.dumps(["ok", conversation.answer_style]) + "\n")
+                        continue
+                row = drops.rows[before]
+                samples.write(json.dumps(["drop", row], ensure_ascii=False, default=str) + "\n")
+        for name in ("tokens.i32", "mask.i8", "samples.jsonl"):
+            stem = name.split(".")[0]
+            os.replace(folder / f".{stem}.{pid}", folder / name)
+        np.save(folder / ".offsets.npy", np.asarray(offsets, dtype=np.int64))
+        os.replace(folder / ".offsets.npy", folder / "offsets.npy")
+
+
+def _write_rows(folder: Path, ids: TokenStore, masks: TokenStore, lengths: np.ndarray, order: list[int],
+                seq_len: int, packing: bool, pad_id: int, rng) -> dict:
+    """The chosen samples as rows of the split `folder`, packed (best fit) or one per row, in a random order;
+    read from the token files and written a chunk at a time. Returns the split's counts."""
     if packing and order:
-        lengths = np.array([len(samples[i][0]) for i in order])
-        groups = [[order[k] for k in group] for group in pack_samples(lengths, seq_len)]
+        groups = [[order[k] for k in group] for group in pack_samples(lengths[np.asarray(order)], seq_len)]
     else:
         groups = [[i] for i in order]
-    groups = [groups[k] for k in rng.permutation(len(groups))]
-    ids, masks, positions, offsets = [], [], [], [0]
-    for group in groups:
-        row_ids, row_mask, row_positions = [], [], []
-        for index in group:
-            sample_ids, sample_mask = samples[index]
-            row_ids += sample_ids
-            row_mask += sample_mask
-            row_positions += range(len(sample_ids))
-        if packing and len(row_ids) < seq_len:
-            padding = seq_len - len(row_ids)
-            row_ids += [pad_id] * padding
-            row_mask += [0] * padding
-            row_positions += range(padding)  # padding is its own segment: no sample attends to it
-        ids += row_ids
-        masks += row_mask
-        positions += row_positions
-        offsets.append(len(ids))
-    return (
-        np.array(offsets, dtype=np.int64),
-        np.array(ids, dtype=np.int32),
-        np.array(masks, dtype=np.int8),
-        np.array(positions, dtype=np.int32),
-    )
+    writer = RowWriter(folder, mask_alias="completion_mask")
+    tokens = targets = 0
+    row_offsets, id_parts, mask_parts, position_parts, buffered = [0], [], [], [], 0
+
+    def flush():
+        nonlocal row_offsets, id_parts, mask_parts, position_parts, buffered
+        if len(row_offsets) > 1:
+            writer.append_flat(np.asarray(row_offsets), np.concatenate(id_parts), np.concatenate(mask_parts),
+                               np.concatenate(position_parts))
+        row_offsets, id_parts, mask_parts, position_parts, buffered = [0], [], [], [], 0
+
+    for number in rng.permutation(len(groups)):
+        row_length = 0
+        for index in groups[number]:
+            length = int(lengths[index])
+            id_parts.append(ids.read(index, 0, length))
+            mask_parts.append(masks.read(index, 0, length))
+            position_parts.append(np.arange(length, dtype=np.int32))
+            targets += int(mask_parts[-1].sum())
+            row_length += length
+        if packing and row_length < seq_len:
+            padding = seq_len - row_length
+            id_parts.append(np.full(padding, pad_id, dtype=np.int32))
+            mask_parts.append(np.zeros(padding, dtype=np.int8))
+            position_parts.append(np.arange(padding, dtype=np.int32))  # padding is its own segment
+            row_length = seq_len
+        tokens += row_length
+        buffered += row_length
+        row_offsets.append(row_offsets[-1] + row_length)
+        if buffered >= CHUNK_TOKENS:
+            flush()
+    flush()
+    rows = writer.close()
+    return {"rows": rows, "samples": len(order), "tokens": tokens, "target_tokens": targets}
 
 
 def _choose_tokenizer(config: DataConfig, out: Path, state: StageState, texts) -> DataTokenizer:
@@ -141,7 +244,7 @@ def _choose_tokenizer(config: DataConfig, out: Path, state: StageState, texts) -
         return load_tokenizer(config.tokenizer)
     saved = Path(out) / "tokenizer"
     if state is StageState.RESUME and (saved / "tokenizer.json").is_file():
-        return load_tokenizer(saved)
+        return load_resumed(saved)
     return train_tokenizer(texts, config.vocab_size)
 
 
@@ -152,102 +255,107 @@ def build_sft(
     force: bool = False,
     show_progress: bool = True,
     save_recipe: Callable[[Path], object] | None = None,
-) -> dict | None:
+    executor=None,
+    dry_run: bool = False,
+) -> dict | Path | None:
     """Build the SFT data folder `out`; returns the summary (also saved in stats.json), or None when
-    `out` holds this build finished already."""
+    `out` holds this build finished already.
+
+    The build streams, by units (a source's files; `readers.conversation_units`), in the phases of the
+    sharded CPT build (`trex_cli.data.sharded`): clean (read, stage filter, normalize, empty and benchmark
+    drops, dedup digests and MinHash signatures; a unit's conversations spilled to a scratch file), dedup in
+    read order, the tokenizer, the chat template and loss masks (tokens and masks to files), then split, mix
+    and pack a chunk at a time. `executor` (`[run.executor]`) with more than one task, or a cluster executor,
+    runs the clean and template phases as tasks on it; the dataset does not depend on it. `dry_run` (Slurm)
+    writes the clean phase's submission and returns its script. Finished units survive an interruption in
+    the scratch folder beside `out`, so the same command resumes."""
     started = time.perf_counter()
-    plan = build.plan_build(config, "sft", out, run_dir, force)
-    config, sources, folder = plan.config, plan.sources, plan.folder
+    if executor is not None:
+        from trex_cli.executors import check_settings
+
+        check_settings(executor)  # bad executor settings: an error before any work
+    if dry_run and (executor is None or executor.kind != "slurm"):
+        raise ValueError("--dry-run writes the Slurm submission without sending it; use it with --executor slurm")
+    plan_ = build.plan_build(config, "sft", out, run_dir, force)
+    config, sources, folder = plan_.config, plan_.sources, plan_.folder
     section = config.sft
     seq_len = section.seq_len
     if build.finished_already(folder):
         return None
-
-    exclusions = ExclusionLog()
-    bad = BadInput(exclusions, config.skip_bad)
-    hasher = WordHasher()
+    if executor is not None and executor.kind == "local" and executor.tasks == 1:
+        executor = None  # one local task: this process
+    units = [unit for source in sources for unit in conversation_units(source)]
+    if not units:
+        raise ValueError(f"the sources ({', '.join(s.path for s in sources)}) hold no files of chat records; "
+                         "check them")
+    work = scratch_folder(out, folder.config)
+    work.mkdir(parents=True, exist_ok=True)
+    plan = ShardPlan(config, sources, units, work, Path(out).resolve())
+    if dry_run:
+        return run_phase("clean", CleanTask(plan, conversation_items), plan, executor, dry_run=True)
     rng = np.random.default_rng(config.seed)
+    tasks = 1 if executor is None else min(executor.tasks, len(units))
     with build.progress_bar(show_progress) as progress:
-        read_task = progress.add_task("reading sources", total=len(sources))
-        conversations: list[Conversation] = []
-        read_counts: dict[str, int] = {}
-        not_selected: Counter[str] = Counter()
-        for source in sources:
-            source_conversations = read_conversations(source, bad)
-            read_counts[source.path] = len(source_conversations)
-            for conversation in source_conversations:
-                if section.stage == "program" and conversation.answer_style not in (None, PROGRAM_STYLE):
-                    not_selected[source.path] += 1
-                    continue
-                for message in conversation.messages:
-                    message["content"] = normalize_text(message["content"])
-                conversations.append(conversation)
-            progress.advance(read_task)
-
-        benchmarks = BenchmarkIndex(config.decontaminate, config.decontaminate_ngram, hasher) if config.decontaminate else None
-        clean_task = progress.add_task("dedup + decontamination", total=len(conversations))
-        kept = clean(
-            conversations, lambda c: c.text, config, benchmarks, exclusions, hasher,
-            advance=lambda n: progress.advance(clean_task, n),
-        )
-        if not kept:
+        bar = progress.add_task(f"reading + cleaning {len(units)} files in {tasks} task(s)", total=1)
+        run_phase("clean", CleanTask(plan, conversation_items), plan, executor)
+        progress.advance(bar)
+        decisions = decide_duplicates(plan)
+        exclusions, read_counts, not_selected = decisions.exclusions, decisions.read_counts, decisions.not_selected
+        if len(decisions.kept_sources) == 0:
+            selected = sum(read_counts.values()) - sum(not_selected.values())
             raise ValueError(
-                f"no SFT samples left ({len(conversations)} selected; dropped: {exclusions.by_reason()}); "
+                f"no SFT samples left ({selected} selected; dropped: {exclusions.by_reason()}); "
                 "check the sources, data.sft.stage and exclusions"
             )
         state = folder.prepare()  # inputs are read and clean: now the output folder is touched
-        tokenizer = _choose_tokenizer(config, out, state, (c.text for c in kept))
+        folders = [plan.unit_folder(k) for k in range(len(units))]
+        kept_texts = (c.text for k, f in enumerate(folders) for c in _kept_conversations(f, units[k].source))
+        tokenizer = _choose_tokenizer(config, out, state, kept_texts)
         tokenizer.save(Path(out) / "tokenizer")
 
-        mask_task = progress.add_task("chat template + loss masks", total=len(kept))
-        samples: list[tuple[list[int], list[int]]] = []
-        sample_conversations: list[Conversation] = []
-        for conversation in kept:
-            try:
-                input_ids, loss_mask = tokenize_conversation(tokenizer, conversation.messages)
-            except MaskError as error:
-                bad(conversation.source, conversation.origin, f"sample {conversation.id}: {error}", "fix the sample")
-                progress.advance(mask_task)
-                continue
-            if len(input_ids) > seq_len:
-                exclusions.add(
-                    "too_long", source=conversation.source, id=conversation.id, where=conversation.origin,
-                    tokens=len(input_ids), seq_len=seq_len,
-                )
-            else:
-                samples.append((input_ids, loss_mask))
-                sample_conversations.append(conversation)
-            progress.advance(mask_task)
-        if not samples:
+        bar = progress.add_task("chat template + loss masks", total=1)
+        run_phase("tokenize", TemplateTask(plan), plan, executor)
+        progress.advance(bar)
+        source_number = {source.path: number for number, source in enumerate(sources)}
+        sample_sources, styles = array.array("H"), Counter()
+        for number, unit_folder in enumerate(folders):
+            for line in (unit_folder / "samples.jsonl").read_text(encoding="utf-8").splitlines():
+                verdict, detail = json.loads(line)
+                if verdict == "drop":
+                    exclusions.add(detail.pop("reason"), **detail)
+                else:
+                    sample_sources.append(source_number[units[number].source])
+                    styles[detail or "none"] += 1
+        offsets = [np.load(f / "offsets.npy") for f in folders]
+        ids = TokenStore([f / "tokens.i32" for f in folders], offsets)
+        masks = TokenStore([f / "mask.i8" for f in folders], offsets, dtype=np.int8)
+        lengths = ids.lengths.astype(np.int64)
+        if len(lengths) == 0:
             raise ValueError(f"every SFT sample is longer than seq_len={seq_len}; raise data.sft.seq_len")
-        lengths = np.array([len(ids) for ids, _ in samples], dtype=np.int64)
+        sources_of = np.frombuffer(sample_sources, dtype=np.uint16)
 
         train_items, validation_items = build.split_validation(lengths, config.validation_share, 1, rng)
         source_names = [s.path for s in sources]
         shares = {s.path: s.share for s in sources}
         split_rows, mixes = {}, {}
-        for split, items, max_upsample, total in (
-            ("train", train_items, config.max_upsample, section.total_tokens),
-            ("validation", validation_items, 1.0, 0),
-        ):
-            by_source = {name: [] for name in source_names}
-            for index in items:
-                by_source[sample_conversations[index].source].append(int(index))
-            token_counts = {name: lengths[np.array(by_source[name], dtype=np.int64)] for name in source_names}
-            mix = mix_by_shares(token_counts, shares, total, max_upsample, rng)
-            order = [by_source[name][i] for name in source_names for i in mix[name].selected]
-            offsets, ids, masks, positions = _rows(samples, order, seq_len, section.packing, tokenizer.pad_token_id, rng)
-            rows = save_rows(Path(out) / split, offsets, ids, masks, positions, mask_alias="completion_mask")
-            split_rows[split] = {
-                "rows": rows, "samples": len(order), "tokens": int(len(ids)), "target_tokens": int(masks.sum())
-            }
-            mixes[split] = mix
+        with ids, masks:
+            for split, items, max_upsample, total in (
+                ("train", train_items, config.max_upsample, section.total_tokens),
+                ("validation", validation_items, 1.0, 0),
+            ):
+                by_source = {name: [] for name in source_names}
+                for index in items:
+                    by_source[source_names[sources_of[index]]].append(int(index))
+                token_counts = {name: lengths[np.array(by_source[name], dtype=np.int64)] for name in source_names}
+                mix = mix_by_shares(token_counts, shares, total, max_upsample, rng)
+                order = [by_source[name][i] for name in source_names for i in mix[name].selected]
+                split_rows[split] = _write_rows(Path(out) / split, ids, masks, lengths, order, seq_len,
+                                                section.packing, tokenizer.pad_token_id, rng)
+                mixes[split] = mix
 
     wall = time.perf_counter() - started
-    kept_by_source = Counter(c.source for c in sample_conversations)
-    tokens_by_source = Counter()
-    for index, conversation in enumerate(sample_conversations):
-        tokens_by_source[conversation.source] += int(lengths[index])
+    kept_by_source = Counter(source_names[n] for n in sources_of)
+    tokens_by_source = {name: int(lengths[sources_of == number].sum()) for number, name in enumerate(source_names)}
     train_total = sum(m.tokens_selected for m in mixes["train"].values()) or 1
     source_rows = [
         {
@@ -264,6 +372,8 @@ def build_sft(
         }
         for name in source_names
     ]
+    benchmarks = (BenchmarkIndex(config.decontaminate, config.decontaminate_ngram, WordHasher()).item_counts
+                  if config.decontaminate else None)
     write_dataset_dict(Path(out), list(split_rows))
     exclusions.write(Path(out) / "exclusions.jsonl")
     histogram = "lengths.png"
@@ -279,8 +389,8 @@ def build_sft(
         "packing": section.packing,
         "sources": source_rows,
         "samples_read": sum(read_counts.values()),
-        "samples_kept": len(samples),
-        "answer_styles": dict(Counter(c.answer_style or "none" for c in sample_conversations)),
+        "samples_kept": len(lengths),
+        "answer_styles": dict(styles),
         "drops_by_reason": exclusions.by_reason(),
         "splits": split_rows,
         "tokenizer": {"origin": tokenizer.origin, "vocab_size": tokenizer.vocab_size},
@@ -289,9 +399,8 @@ def build_sft(
         "versions": dataset_card.software_versions(),
         "lengths": dataset_card.length_summary(lengths),
         "histogram": histogram,
-        "decontamination": {"ngram": config.decontaminate_ngram, "benchmarks": benchmarks.item_counts}
-        if benchmarks
-        else None,
+        "decontamination": {"ngram": config.decontaminate_ngram, "benchmarks": benchmarks}
+        if config.decontaminate else None,
         "wall_time_s": round(wall, 3),
     }
     write_json_atomic(Path(out) / "stats.json", stats)
@@ -301,7 +410,7 @@ def build_sft(
     folder.finish(
         counts={
             "samples_read": stats["samples_read"],
-            "samples_kept": len(samples),
+            "samples_kept": len(lengths),
             "train_rows": split_rows["train"]["rows"],
             "validation_rows": split_rows["validation"]["rows"],
             "train_target_tokens": split_rows["train"]["target_tokens"],
@@ -309,4 +418,5 @@ def build_sft(
         },
         extra={"meta": meta},
     )
+    shutil.rmtree(work, ignore_errors=True)
     return stats

@@ -74,14 +74,27 @@ def scratch_folder(out: Path, fingerprint: dict) -> Path:
     return out.parent / f".{out.name}.shards-{digest}"
 
 
+def document_items(plan: ShardPlan, unit: Unit, bad: BadInput) -> Iterator[tuple[str, str, str | None, str]]:
+    """A CPT unit's items for `CleanTask`: (id, origin, normalized text, what to keep of it: the text)."""
+    for document in unit_documents(plan.source_of(unit), unit, bad):
+        text = normalize_text(document.text)
+        yield document.id, document.origin, text, text
+
+
 class CleanTask:
     """Phase 1 as an executor's pipeline step (a callable `(data, rank, world_size)`): task `rank` reads and
     cleans units `rank, rank + world_size, ...`; a unit whose folder exists is skipped. A bad input line
     (without `skip_bad`) stops the task with the reader's message, which is also written to
-    `errors/<rank>.txt` for the launching process to show."""
+    `errors/<rank>.txt` for the launching process to show.
 
-    def __init__(self, plan: ShardPlan) -> None:
+    `items(plan, unit, bad)` yields a unit's (id, origin, normalized text, payload): the text is what
+    cleaning compares (None: the item is not selected, e.g. by SFT's stage), the payload what a kept item
+    keeps for the later phases (CPT: the text; SFT: the conversation as JSON). A module-level function, so
+    the task pickles for Slurm and Ray."""
+
+    def __init__(self, plan: ShardPlan, items=document_items) -> None:
         self.plan = plan
+        self.items = items
 
     def __call__(self, data=None, rank: int = 0, world_size: int = 1):
         plan = self.plan
@@ -93,13 +106,13 @@ class CleanTask:
         benchmarks = (BenchmarkIndex(config.decontaminate, config.decontaminate_ngram, hasher)
                       if config.decontaminate else None)
         signer = Deduplicator(**{**deduplicator_settings(config), "exact": False})  # signatures only
-        with _reporting_errors(plan.work, rank):
+        with reporting_errors(plan.work, rank):
             for number in todo:
-                _clean_unit(plan, number, hasher, benchmarks, signer)
+                _clean_unit(plan, number, self.items, hasher, benchmarks, signer)
         return data
 
 
-def _clean_unit(plan: ShardPlan, number: int, hasher: WordHasher, benchmarks, signer: Deduplicator) -> None:
+def _clean_unit(plan: ShardPlan, number: int, items, hasher: WordHasher, benchmarks, signer: Deduplicator) -> None:
     config = plan.config
     unit = plan.units[number]
     staging = plan.unit_folder(number).with_name(f".{number:05d}.{os.getpid()}")
@@ -107,27 +120,26 @@ def _clean_unit(plan: ShardPlan, number: int, hasher: WordHasher, benchmarks, si
     staging.mkdir(parents=True)
     bad_log = ExclusionLog()
     bad = BadInput(bad_log, config.skip_bad)
-    verdicts: list[list] = []
-    with open(staging / "texts.bin", "wb") as texts, open(staging / "digests.bin", "wb") as digests, \
-            open(staging / "signatures.u64", "wb") as signatures:
-        for document in unit_documents(plan.source_of(unit), unit, bad):
-            text = normalize_text(document.text)
-            word_hashes = hasher(text)
-            if len(word_hashes) == 0:
-                verdicts.append([document.id, document.origin, "empty"])
+    with open(staging / "texts.bin", "wb") as payloads, open(staging / "digests.bin", "wb") as digests, \
+            open(staging / "signatures.u64", "wb") as signatures, \
+            open(staging / "documents.jsonl", "w", encoding="utf-8") as verdicts:
+        for item_id, origin, text, payload in items(plan, unit, bad):
+            if text is None:
+                verdict = [item_id, origin, "not_selected"]
+            elif len(word_hashes := hasher(text)) == 0:
+                verdict = [item_id, origin, "empty"]
             elif benchmarks is not None and (hit := benchmarks.find(text, word_hashes)) is not None:
-                verdicts.append([document.id, document.origin, "benchmark", hit.benchmark, hit.item_id, hit.ngram])
+                verdict = [item_id, origin, "benchmark", hit.benchmark, hit.item_id, hit.ngram]
             else:
-                verdicts.append([document.id, document.origin, "ok"])
-                encoded = text.encode("utf-8")
-                texts.write(len(encoded).to_bytes(8, "little"))
-                texts.write(encoded)
+                verdict = [item_id, origin, "ok"]
+                encoded = payload.encode("utf-8")
+                payloads.write(len(encoded).to_bytes(8, "little"))
+                payloads.write(encoded)
                 if config.exact_dedup:
                     digests.write(exact_digest(word_hashes))
                 if config.near_dedup:
                     signatures.write(signer.signature(word_hashes).tobytes())
-    lines = [json.dumps(verdict, ensure_ascii=False) for verdict in verdicts]
-    (staging / "documents.jsonl").write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+            verdicts.write(json.dumps(verdict, ensure_ascii=False) + "\n")
     (staging / "bad_input.json").write_text(json.dumps(bad_log.rows, ensure_ascii=False, default=str))
     os.replace(staging, plan.unit_folder(number))  # the unit appears whole or not at all
 
@@ -149,7 +161,7 @@ class TokenizeTask:
         if not todo:
             return data
         tokenizer = load_tokenizer(plan.out / "tokenizer")
-        with _reporting_errors(plan.work, rank):
+        with reporting_errors(plan.work, rank):
             for number in todo:
                 folder = plan.unit_folder(number)
                 kept = np.load(folder / "kept.npy")
@@ -162,7 +174,7 @@ class TokenizeTask:
         return data
 
 
-class _reporting_errors:
+class reporting_errors:
     """In a task: an error's message goes to `errors/<rank>.txt` before the task fails with it."""
 
     def __init__(self, work: Path, rank: int) -> None:
@@ -179,24 +191,32 @@ class _reporting_errors:
         return False
 
 
-def _run_phase(name: str, task, plan: ShardPlan, settings) -> None:
-    """Run one phase's task on the executor; a task that failed on bad input raises its message here."""
+def run_phase(name: str, task, plan: ShardPlan, settings, dry_run: bool = False):
+    """Run one phase's task on the executor `settings` (None: in this process, as one task); a task that
+    failed on bad input raises its message here. `dry_run` (Slurm) writes the phase's submission and returns
+    its script without running anything."""
     from trex_cli.executors import run_pipeline
 
+    if settings is None:
+        task(None, 0, 1)
+        return None
     tasks = min(settings.tasks, len(plan.units))
     try:
-        run_pipeline([task], tasks=tasks, logging_dir=plan.work / "executor" / name, settings=settings)
+        run = run_pipeline([task], tasks=tasks, logging_dir=plan.work / "executor" / name, settings=settings,
+                           dry_run=dry_run)
     except RuntimeError:
         reports = sorted((plan.work / "errors").glob("*.txt")) if (plan.work / "errors").is_dir() else []
         if reports:
             raise ValueError(reports[0].read_text()) from None
         raise
+    return run.launch_script if dry_run else None
 
 
 def build_cpt_sharded(config: DataConfig, plan_: build.BuildPlan, out: Path, settings, started: float,
-                      show_progress: bool, save_recipe) -> dict:
-    """The sharded CPT build of `plan_` into `out` on the executor `settings`; see the module docstring."""
-    from trex_cli.data.tokenizer import load_tokenizer, train_tokenizer
+                      show_progress: bool, save_recipe, dry_run: bool = False) -> dict | Path:
+    """The sharded CPT build of `plan_` into `out` on the executor `settings`; see the module docstring.
+    `dry_run` (Slurm): write the clean phase's submission and return its script, running nothing."""
+    from trex_cli.data.tokenizer import load_resumed, load_tokenizer, train_tokenizer
 
     sources, tokenizer_path, folder = plan_.sources, plan_.tokenizer_path, plan_.folder
     units = [unit for source in sources for unit in document_units(source)]
@@ -205,14 +225,17 @@ def build_cpt_sharded(config: DataConfig, plan_: build.BuildPlan, out: Path, set
     work = scratch_folder(out, folder.config)
     work.mkdir(parents=True, exist_ok=True)
     plan = ShardPlan(config, sources, units, work, Path(out).resolve())
+    if dry_run:
+        return run_phase("clean", CleanTask(plan), plan, settings, dry_run=True)
     phase = build.PhaseTimer()
     with build.progress_bar(show_progress) as progress:
         bar = progress.add_task(f"cleaning {len(units)} files in {min(settings.tasks, len(units))} tasks", total=1)
         with phase("read+clean"):
-            _run_phase("clean", CleanTask(plan), plan, settings)
+            run_phase("clean", CleanTask(plan), plan, settings)
         progress.advance(bar)
         with phase("dedup"):
-            exclusions, read_counts, source_numbers = _decide_duplicates(plan)
+            decisions = decide_duplicates(plan)
+        exclusions, read_counts, source_numbers = decisions.exclusions, decisions.read_counts, decisions.kept_sources
         kept = len(source_numbers)
         if kept == 0:
             raise ValueError(f"no documents left after cleaning ({sum(read_counts.values())} read; dropped: "
@@ -222,13 +245,13 @@ def build_cpt_sharded(config: DataConfig, plan_: build.BuildPlan, out: Path, set
             saved = plan.out / "tokenizer"
             tokenizer = load_tokenizer(tokenizer_path) if tokenizer_path is not None else None
             if tokenizer is None and state is StageState.RESUME and (saved / "tokenizer.json").is_file():
-                tokenizer = load_tokenizer(saved)
+                tokenizer = load_resumed(saved)
             elif tokenizer is None:
                 tokenizer = train_tokenizer(_kept_texts(plan), config.vocab_size)
             tokenizer.save(saved)
         bar = progress.add_task("tokenizing", total=1)
         with phase("tokenize"):
-            _run_phase("tokenize", TokenizeTask(plan), plan, settings)
+            run_phase("tokenize", TokenizeTask(plan), plan, settings)
         progress.advance(bar)
         folders = [plan.unit_folder(k) for k in range(len(units))]
         tokens = TokenStore([f / "tokens.i32" for f in folders], [np.load(f / "offsets.npy") for f in folders])
@@ -240,14 +263,26 @@ def build_cpt_sharded(config: DataConfig, plan_: build.BuildPlan, out: Path, set
     return stats
 
 
-def _decide_duplicates(plan: ShardPlan) -> tuple[ExclusionLog, dict[str, int], np.ndarray]:
+@dataclass
+class Decisions:
+    """Phase 2's result: the exclusions (bad input first, then the cleaning drops, as one process lists
+    them), items read and items not selected (SFT's stage filter) per source, and the source number of every
+    kept item in read order."""
+
+    exclusions: ExclusionLog
+    read_counts: dict[str, int]
+    not_selected: dict[str, int]
+    kept_sources: np.ndarray
+
+
+def decide_duplicates(plan: ShardPlan) -> Decisions:
     """Phase 2: every unit's verdicts in read order, duplicates decided as one process decides them; writes
-    each unit's `kept.npy`. Returns the exclusions (bad input first, then the cleaning drops, as one process
-    lists them), documents read per source, and the source number of every kept document."""
+    each unit's `kept.npy` (one flag per item that reached dedup)."""
     config = plan.config
     source_number = {source.path: number for number, source in enumerate(plan.sources)}
     exclusions, cleaning = ExclusionLog(), ExclusionLog()
     read_counts = {source.path: 0 for source in plan.sources}
+    not_selected = {source.path: 0 for source in plan.sources}
     kept_sources = array.array("H")
     width = config.minhash_permutations * 8
     deduplicator = BandedDeduplicator(plan.work, **deduplicator_settings(config))
@@ -262,6 +297,9 @@ def _decide_duplicates(plan: ShardPlan) -> tuple[ExclusionLog, dict[str, int], n
                     item_id, origin, verdict, *hit = json.loads(line)
                     read_counts[unit.source] += 1
                     where = {"source": unit.source, "id": item_id, "where": origin}
+                    if verdict == "not_selected":
+                        not_selected[unit.source] += 1
+                        continue
                     if verdict == "empty":
                         cleaning.add("empty", **where)
                         continue
@@ -284,7 +322,7 @@ def _decide_duplicates(plan: ShardPlan) -> tuple[ExclusionLog, dict[str, int], n
         deduplicator.close()
     exclusions.rows.extend(cleaning.rows)
     exclusions.counts.update(cleaning.counts)
-    return exclusions, read_counts, np.frombuffer(kept_sources, dtype=np.uint16).copy()
+    return Decisions(exclusions, read_counts, not_selected, np.frombuffer(kept_sources, dtype=np.uint16).copy())
 
 
 def _kept_texts(plan: ShardPlan) -> Iterator[str]:

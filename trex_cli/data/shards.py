@@ -116,16 +116,24 @@ class RowWriter:
 
     def append(self, input_ids: np.ndarray, loss_mask: np.ndarray, position_ids: np.ndarray) -> None:
         """Append rows given as (rows, seq_len) arrays."""
+        rows, seq_len = input_ids.shape
+        offsets = np.arange(rows + 1, dtype=np.int64) * seq_len
+        self.append_flat(offsets, input_ids.reshape(-1), loss_mask.reshape(-1), position_ids.reshape(-1))
+
+    def append_flat(self, offsets: np.ndarray, input_ids: np.ndarray, loss_mask: np.ndarray,
+                    position_ids: np.ndarray) -> None:
+        """Append rows of any lengths, given flat (row i is `[offsets[i], offsets[i+1])` of the arrays, as
+        `save_rows` takes them); a chunk must fit int32 list offsets."""
         import pyarrow as pa
 
-        rows, seq_len = input_ids.shape
-        if rows == 0:
+        rows = len(offsets) - 1
+        if rows <= 0:
             return
-        offsets = np.arange(rows + 1, dtype=np.int64) * seq_len
+        offsets = np.asarray(offsets, dtype=np.int64) - int(offsets[0])
         columns = [
-            _list_column(offsets, input_ids.reshape(-1), pa.int32()),
-            _list_column(offsets, loss_mask.reshape(-1), pa.int8()),
-            _list_column(offsets, position_ids.reshape(-1), pa.int32()),
+            _list_column(offsets, np.asarray(input_ids, dtype=np.int32), pa.int32()),
+            _list_column(offsets, np.asarray(loss_mask, dtype=np.int8), pa.int8()),
+            _list_column(offsets, np.asarray(position_ids, dtype=np.int32), pa.int32()),
         ]
         if self.mask_alias:
             columns.append(columns[1])

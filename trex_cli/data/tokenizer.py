@@ -236,3 +236,12 @@ def load_tokenizer(folder: str | Path) -> DataTokenizer:
     )
     tokenizer.eos_token_id, tokenizer.pad_token_id, tokenizer.bos_token_id  # noqa: B018 - check they exist
     return tokenizer
+
+
+def load_resumed(folder: Path) -> DataTokenizer:
+    """The tokenizer an interrupted build trained and saved in its output folder: loaded, and reported as
+    trained (as the uninterrupted build reports it), not as loaded from that folder."""
+    tokenizer = load_tokenizer(folder)
+    tokenizer.origin = "trained"
+    tokenizer.source_config = {}
+    return tokenizer

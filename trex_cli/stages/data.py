@@ -13,6 +13,8 @@ from trex_cli.stages import Stage
 class DataStage(Stage):
     """The CPT (`kind` "cpt") or SFT ("sft") dataset of the run."""
 
+    dry_run = False  # `trex data ... --executor slurm --dry-run`: write the clean phase's submission, run nothing
+
     def __init__(self, recipe, layout, kind: str) -> None:
         super().__init__(recipe, layout)
         self.kind = kind
@@ -44,8 +46,6 @@ class DataStage(Stage):
         from trex_cli.data.sft import build_sft
 
         save_recipe = lambda folder: self.recipe.save_resolved(folder, ["run", "data"])  # noqa: E731
-        if self.kind == "cpt":  # its per-document work runs as sharded tasks on [run.executor]
-            return build_cpt(self.config(), self.folder, self.layout.root, force=force, show_progress=show_progress,
-                             save_recipe=save_recipe, executor=self.recipe.section("run").executor)
-        return build_sft(self.config(), self.folder, self.layout.root, force=force, show_progress=show_progress,
-                         save_recipe=save_recipe)
+        builder = build_cpt if self.kind == "cpt" else build_sft  # per-file work as tasks on [run.executor]
+        return builder(self.config(), self.folder, self.layout.root, force=force, show_progress=show_progress,
+                       save_recipe=save_recipe, executor=self.recipe.section("run").executor, dry_run=self.dry_run)
