@@ -250,13 +250,18 @@ def _run_on_ray(pipeline, tasks: int, logging_dir: Path, settings: ExecutorSetti
         raise ValueError("--executor ray needs Ray: pip install 'trex[ray]' (or pip install ray==2.60.0)") from None
     from datatrove.executor.ray import RayPipelineExecutor
 
-    if not ray.is_initialized():
+    started = not ray.is_initialized()  # a Ray this call starts (or connects to) it also shuts down
+    if started:
         ray.init(address=settings.address or None, include_dashboard=False, log_to_driver=not quiet)
-    executor = RayPipelineExecutor(list(pipeline), tasks=tasks, workers=settings.workers or -1,
-                                   logging_dir=str(logging_dir), skip_completed=True,
-                                   cpus_per_task=settings.cpus_per_task, mem_per_cpu_gb=settings.mem_per_cpu_gb)
-    with _quiet_datatrove(quiet):
-        executor.run()
+    try:
+        executor = RayPipelineExecutor(list(pipeline), tasks=tasks, workers=settings.workers or -1,
+                                       logging_dir=str(logging_dir), skip_completed=True,
+                                       cpus_per_task=settings.cpus_per_task, mem_per_cpu_gb=settings.mem_per_cpu_gb)
+        with _quiet_datatrove(quiet):
+            executor.run()
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def settings_summary(settings: ExecutorSettings, tasks: int | None = None) -> str:

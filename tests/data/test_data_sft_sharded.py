@@ -253,9 +253,14 @@ def test_dry_run_needs_the_slurm_executor(tmp_path):
 @pytest.mark.slow
 def test_ray_local_mode_builds_what_one_process_builds(tmp_path):
     pytest.importorskip("ray", reason="Ray is an extra (pip install 'trex[ray]')")
+    import ray
+
     config = _corpus(tmp_path)
     build_sft(config, tmp_path / "one" / "sft", tmp_path, show_progress=False)
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    build_sft(config, tmp_path / "ray" / "sft", tmp_path, show_progress=False,
-              executor=ExecutorSettings(kind="ray", tasks=2))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        build_sft(config, tmp_path / "ray" / "sft", tmp_path, show_progress=False,
+                  executor=ExecutorSettings(kind="ray", tasks=2, cpus_per_task=1))
+    finally:
+        ray.shutdown()
     _same_build(tmp_path / "one" / "sft", tmp_path / "ray" / "sft")
