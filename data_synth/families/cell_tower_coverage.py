@@ -59,6 +59,31 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, sites, areas and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("smart_meters", "smart water metering", {
+        "intro": "A water utility is fitting radio gateways for its smart meters across a suburban district and "
+                 "has to choose the sites that get a gateway.",
+        "tower": "gateway site", "tower_names": ["Reservoir Gate", "Pump House", "Booster Station",
+                                                 "Valve Chamber", "Tank Hill", "Meter Depot", "Filter Works",
+                                                 "Intake Tower", "Sluice Point", "Weir Cottage", "Standpipe Green",
+                                                 "Hydrant Yard", "Aqueduct Arch", "Outfall Road", "Basin View",
+                                                 "Spring Head"],
+        "area_prefix": "District ", "people": "metered households", "money": "thousand euros",
+        "must_word": "districts with a care home", "cost_range": (20, 70), "population_range": (80, 1500),
+    }),
+    Scenario("coast_radio", "maritime safety radio", {
+        "intro": "A coast guard is placing VHF radio repeaters along a stretch of coastline and has to pick the "
+                 "headlands that get one.",
+        "tower": "repeater site", "tower_names": ["Gull Head", "Seal Point", "Lighthouse Cape", "Harbor Mole",
+                                                  "Cliff Watch", "Shell Bay", "Anchor Hill", "Tern Island",
+                                                  "Kelp Reef", "Beacon Knoll", "Pilot Station", "Dune Crest",
+                                                  "Wreck Point", "Storm Bluff", "Mariner Hill", "Salt Marsh"],
+        "area_prefix": "Sector ", "people": "vessel transits a month", "money": "thousand pounds",
+        "must_word": "sectors with a ferry lane", "cost_range": (40, 140), "population_range": (30, 800),
+    }),
+)
+
 
 class CellTowerCoverage(ProblemFamily):
     name = "cell_tower_coverage"
@@ -66,6 +91,7 @@ class CellTowerCoverage(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"build": "binary", "covered": "binary"}
     industrial = True
     data_fields = {
@@ -83,13 +109,50 @@ class CellTowerCoverage(ProblemFamily):
         Phrasing(r"\bAn area counts as covered when at least one built\b",
                  ("An area counts as covered when at least one built",
                   "An area is covered as soon as at least one built"),
-                 ("Any area reached by one or more built",)),
+                 ("An area is covered once any built",)),  # then "serves it."
         Phrasing(r"\breaches it\.", ("reaches it.",), ("serves it.",)),
         Phrasing(r"\binterfere with each other and may not both be built\b",
                  ("interfere with each other and may not both be built",),
                  ("would interfere, so at most one of each pair is built",)),
         Phrasing(r"\bmust be covered whatever it costs\b", ("must be covered whatever it costs",),
                  ("have to be reached in any case",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text); a rule never
+        # takes in a phrase the generic lexicon words two ways in training ("may not exceed", "at most")
+        Phrasing(r"\bThe total building cost\b", ("The total building cost",),
+                 ("Spending on construction", "What is spent on building")),
+        Phrasing(r"\bcan be built\.", ("can be built.",), ("may be put up.", "are allowed to go up.")),
+        Phrasing(r"\bshould be built to maximize the covered population\b",
+                 ("should be built to maximize the covered population",),
+                 ("ought to be put up so that the population covered is as large as possible",
+                  "are best put up for the largest population covered")),
+        Phrasing(r", and how large is it\?", (", and how large is it?",),
+                 (", and what is that population?", "; how big does that population get?")),
+        Phrasing(r"\band reaches\b", ("and reaches",), ("and serves", "and covers")),
+        Phrasing(r"\bThe population of each area\b", ("The population of each area",),
+                 ("Population by area", "Each area's population")),
+        Phrasing(r"\bareas reached\b", ("areas reached",), ("areas served",)),
+        # the data.json field descriptions
+        Phrasing(r"\blist of candidate tower site names\b", ("list of candidate tower site names",),
+                 ("names of the prospective tower sites",)),
+        Phrasing(r"\blist of area names\b", ("list of area names",), ("names of the areas",)),
+        Phrasing(r"\bcost of building each tower,", ("cost of building each tower,",),
+                 ("building cost of every tower,",)),
+        Phrasing(r"\bmost total building cost\b", ("most total building cost",),
+                 ("upper limit on the summed building cost",)),
+        Phrasing(r"\bpopulation \(the weight counted when covered\) of each area,",
+                 ("population (the weight counted when covered) of each area,",),
+                 ("population of every area (what it adds to the objective once covered),",)),
+        Phrasing(r"\blist of the areas that tower reaches\b", ("list of the areas that tower reaches",),
+                 ("areas within reach of that tower",)),
+        Phrasing(r"\bmost towers that can be built \(only when there is such a limit\)",
+                 ("most towers that can be built (only when there is such a limit)",),
+                 ("largest number of towers allowed (present if such a limit applies)",)),
+        Phrasing(r"\bareas that must be covered \(only when there are such areas\)",
+                 ("areas that must be covered (only when there are such areas)",),
+                 ("areas that have to be reached (present if any are given)",)),
+        Phrasing(r"\bpairs of towers that may not both be built \(only when there are such pairs\)",
+                 ("pairs of towers that may not both be built (only when there are such pairs)",),
+                 ("pairs of towers of which one at the most is built (present if there are any)",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\

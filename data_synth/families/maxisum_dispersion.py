@@ -60,6 +60,29 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, sites and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("kiosks", "coffee retail", {
+        "intro": "A coffee chain is choosing neighbourhoods for new kiosks in a metropolitan area and wants them "
+                 "far from one another, so that the kiosks do not compete for the same passers-by.",
+        "site": "kiosk location", "site_names": ["Ashgrove", "Bayview", "Cobble Hill", "Dunmore Park", "Eastgate",
+                                                 "Fairhaven", "Glenwood", "Highbury", "Ivy Bridge",
+                                                 "Juniper Heights", "Kingsmead", "Lakeside", "Maplewood",
+                                                 "Northcliff"],
+        "distance_unit": "miles", "money": "thousand dollars", "cost_word": "fit-out cost", "spread": "dispersion",
+    }),
+    Scenario("lynx", "wildlife reintroduction", {
+        "intro": "A wildlife trust is picking release sites for captive-bred lynx in a mountain range and wants "
+                 "them far apart, so that the released animals settle in territories of their own.",
+        "site": "release site", "site_names": ["Hollow Beck", "Rowan Clough", "Black Tarn", "Sedge Moor",
+                                               "Curlew Fell", "Otter Holt", "Badger Wood", "Bracken Gill",
+                                               "Heather Crag", "Raven Scar", "Birk Howe", "Alder Carr", "Whin Rigg",
+                                               "Thorn Dale"],
+        "distance_unit": "km", "money": "thousand Swiss francs", "cost_word": "release-pen cost",
+        "spread": "separation",
+    }),
+)
+
 
 class MaxisumDispersion(ProblemFamily):
     name = "maxisum_dispersion"
@@ -67,6 +90,7 @@ class MaxisumDispersion(ProblemFamily):
     problem_type = "MILP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"pick": "binary", "both": "nonnegative"}
     data_fields = {
         "sites": "list of candidate site names",
@@ -89,6 +113,32 @@ class MaxisumDispersion(ProblemFamily):
         Phrasing(r"\bAlready committed, so kept in the selection:",
                  ("Already committed, so kept in the selection:",),
                  ("Fixed in advance as part of the selection:",)),
+        # eval-only rewordings of the fixed sentences of every statement, and of the distance listing and the
+        # data.json fields this family shares with p_dispersion (training keeps its text)
+        Phrasing(r"\bThe distances in\b", ("The distances in",), ("Measured in",)),  # then the unit
+        Phrasing(r" between the sites are:", (" between the sites are:",), (", the pairwise distances are:",)),
+        Phrasing(r"\(their total\b", ("(their total",), ("(that is, their overall",)),
+        Phrasing(r"\bshould be chosen to maximize\b", ("should be chosen to maximize",),
+                 ("are best chosen to maximise", "ought to be picked to maximise")),
+        Phrasing(r"\blist of candidate site names\b", ("list of candidate site names",),
+                 ("names of the prospective sites",)),
+        Phrasing(r"\bnumber of sites to choose\b", ("number of sites to choose",),
+                 ("count of sites to be selected",)),
+        Phrasing(r"\bdistance between sites a and b \(symmetric, for every a != b\)",
+                 ("distance between sites a and b (symmetric, for every a != b)",),
+                 ("separation of sites a and b, the same both ways (given for all a != b)",)),
+        Phrasing(r"\bcost of opening each site,", ("cost of opening each site,",), ("opening cost of every site,",)),
+        Phrasing(r"\(only when there is a budget\)", ("(only when there is a budget)",),
+                 ("(present if a budget applies)",)),
+        Phrasing(r"\bmost total opening cost\b", ("most total opening cost",),
+                 ("upper limit on the summed opening cost",)),
+        Phrasing(r"\btwo sites closer than this may not both be chosen \(only when there is a minimum separation\)",
+                 ("two sites closer than this may not both be chosen (only when there is a minimum separation)",),
+                 ("smallest distance allowed between two selected sites (present if a minimum separation "
+                  "applies)",)),
+        Phrasing(r"\bsites already committed that must be chosen \(only when there are such sites\)",
+                 ("sites already committed that must be chosen (only when there are such sites)",),
+                 ("sites committed beforehand, which have to be in the selection (present if there are any)",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\

@@ -51,6 +51,26 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, bases, missions, skills and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("wildland", "wildland firefighting", {
+        "company": "a provincial wildfire service", "base_word": "station", "mission_word": "fire zone",
+        "flight": "crew helicopter",
+        "bases": ["Station Pinecrest", "Station Cold Creek", "Station Sawtooth", "Station Bear Valley"],
+        "missions": ["Fire Ridgeback", "Fire Canyon Run", "Fire Lost Lake", "Fire Juniper Flats"],
+        "skills": ["smokejumpers", "sawyers", "paramedics"], "money": "thousand CAD",
+        "person_cost": (1, 4), "flight_cost": (10, 35), "seats": (6, 14),
+    }),
+    Scenario("offshore", "offshore wind maintenance", {
+        "company": "an offshore wind operator", "base_word": "port", "mission_word": "wind farm",
+        "flight": "crew transfer vessel",
+        "bases": ["Port Esbjerg", "Port Eemshaven", "Port Grimsby", "Port Cuxhaven"],
+        "missions": ["Farm Dogger East", "Farm Sandbank", "Farm Hornsea Rise", "Farm Borkum Reef"],
+        "skills": ["turbine technicians", "blade specialists", "crane operators"],
+        "money": "thousand Danish kroner", "person_cost": (3, 9), "flight_cost": (40, 110), "seats": (12, 24),
+    }),
+)
+
 
 class PersonnelDeployment(ProblemFamily):
     name = "personnel_deployment"
@@ -58,12 +78,74 @@ class PersonnelDeployment(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"send": "nonnegative_integer", "flights": "nonnegative_integer", "short": "nonnegative"}
     phrasings = (
         Phrasing(r"People and flights come in whole numbers\.",
                  ("People and flights come in whole numbers.", "Only whole people and whole flights count."),
                  ("Numbers of people and of trips are integers.",)),
         Phrasing(r"\bseats for\b", ("seats for", "room for"), ("capacity for",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text); a rule never
+        # takes in a phrase the generic lexicon words two ways in training ("needs", "at least", "what is that")
+        Phrasing(r"\bPeople travel from a\b", ("People travel from a",), ("Staff get from a", "Personnel move from a")),
+        Phrasing(r"\bpeople of any skill\.", ("people of any skill.",),
+                 ("people, whatever their skill.", "persons regardless of skill.")),
+        Phrasing(r"\bCosts are in\b", ("Costs are in",), ("All amounts are stated in", "Money is counted in")),
+        Phrasing(r"\ban allowance per person sent, and a cost per\b", ("an allowance per person sent, and a cost per",),
+                 ("a per-person allowance for everyone sent, plus a charge for every",
+                  "an allowance for each person dispatched and a fee for each")),
+        Phrasing(r"\bmay end up short of its need; each missing person costs\b",
+                 ("may end up short of its need; each missing person costs",),
+                 ("may be left below its need; every person missing is charged",
+                  "is allowed to fall short of its need, at a charge for every missing person of")),
+        Phrasing(r"\bmust get\b(?= at least)", ("must get",), ("shall receive", "has to receive")),
+        Phrasing(r"\bthe people of each skill it\b(?= needs\.)", ("the people of each skill it",),
+                 ("the headcount for every skill that it", "the number of people in every skill that it")),
+        Phrasing(r"\bmust keep a minimum number of its people \(of any skill\) at home\.",
+                 ("must keep a minimum number of its people (of any skill) at home.",),
+                 ("has to hold back a minimum headcount (any skill) as a home reserve.",
+                  "shall retain a set minimum of its people, of whatever skill, at home.")),
+        Phrasing(r"\bcan run only a limited number of\b", ("can run only a limited number of",),
+                 ("has a cap on the number of", "is allowed just a limited count of")),
+        Phrasing(r"\bin all\.", ("in all.",), ("altogether.", "in total.")),
+        Phrasing(r"\bWhom should each\b", ("Whom should each",), ("Which people should every",)),
+        Phrasing(r"\bsend where to minimize the total cost, and\b", ("send where to minimize the total cost, and",),
+                 ("dispatch to which destination so that the overall cost is as low as possible, and",
+                  "send to each destination for the cheapest overall plan, and")),
+        Phrasing(r", must keep\b(?= \d)", (", must keep",), (", holds back",)),
+        Phrasing(r", can run\b(?= \d)", (", can run",), (", may use",)),
+        Phrasing(r"\bper person and\b(?= \d)", ("per person and",), ("for each person plus", "a head and")),
+        Phrasing(r"\bkeep at home\b", ("keep at home",), ("home reserve",)),
+        Phrasing(r"\bcost per person / per\b", ("cost per person / per",), ("allowance per person / cost per",)),
+        # the data.json field descriptions
+        Phrasing(r"\blist of home base names\b", ("list of home base names",), ("names of the home bases",)),
+        Phrasing(r"\blist of mission names\b", ("list of mission names",), ("names of the missions",)),
+        Phrasing(r"\blist of skill names\b", ("list of skill names",), ("names of the skills",)),
+        Phrasing(r"\bpeople of the skill stationed at the base\b", ("people of the skill stationed at the base",),
+                 ("headcount with that skill at the base",)),
+        Phrasing(r"\bpeople of the skill the mission\b(?= needs)", ("people of the skill the mission",),
+                 ("headcount with that skill that the mission",)),
+        Phrasing(r"\bcost of sending one person from the base to the mission\b",
+                 ("cost of sending one person from the base to the mission",),
+                 ("allowance for one person sent from the base to the mission",)),
+        Phrasing(r"\bcost of one flight from the base to the mission\b",
+                 ("cost of one flight from the base to the mission",),
+                 ("charge for a single flight between the base and the mission",)),
+        Phrasing(r"\bpeople one flight carries\b", ("people one flight carries",),
+                 ("seat capacity of a flight, in people",)),
+        Phrasing(r"\bfewest people \(of any skill\) each base keeps at home,",
+                 ("fewest people (of any skill) each base keeps at home,",),
+                 ("smallest home reserve of people (any skill) for every base,",)),
+        Phrasing(r"\(only when bases keep a reserve\)", ("(only when bases keep a reserve)",),
+                 ("(present if bases hold back a reserve)",)),
+        Phrasing(r"\bmost flights each base can fly in all,", ("most flights each base can fly in all,",),
+                 ("upper limit on the flights of every base, summed over its destinations,",)),
+        Phrasing(r"\(only when flights are limited\)", ("(only when flights are limited)",),
+                 ("(present if flights are capped)",)),
+        # then "needs may go unmet)", whose "needs" the generic lexicon rewords ("calls for", "asks for")
+        Phrasing(r"\bcost per person a mission is short of its need \(only when\b(?= needs may go unmet\))",
+                 ("cost per person a mission is short of its need (only when",),
+                 ("penalty for every person a mission goes without (present if what a mission",)),
     )
     data_fields = {
         "bases": "list of home base names",
@@ -249,6 +331,11 @@ model.aircraft = pyo.Constraint(model.B, rule=lambda model, b: sum(model.flights
                       "disaster sites.",
             "utility": f"{words['company'].capitalize()} sends crews from {len(bases)} depots to {len(missions)} "
                        "outage areas.",
+            # the eval scenarios
+            "wildland": f"{words['company'].capitalize()} has to send firefighters from {len(bases)} stations to "
+                        f"{len(missions)} active fire zones.",
+            "offshore": f"{words['company'].capitalize()} dispatches maintenance staff from {len(bases)} ports to "
+                        f"{len(missions)} offshore wind farms.",
         }[scenario.key]
         rules = (f"People travel from a {base_word} to a {mission_word} by {flight}; each {flight} has seats for "
                  f"{fmt(data['seats'])} people of any skill. People and flights come in whole numbers. Costs are in "

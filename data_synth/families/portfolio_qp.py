@@ -26,6 +26,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 # each asset has a risk tier (1 low, 2 medium, 3 high) so that, as in real markets, bonds are calmer
 # than equities and riskier assets tend to earn more
@@ -55,6 +56,27 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, investors and asset names (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("family_office", "family office wealth planning", {
+        "investor": "a family office's chief investment officer",
+        "assets": [("Harbor Value Fund", 3), ("Meridian Treasury Fund", 1), ("Atlas Property Fund", 2),
+                   ("Summit Growth Fund", 3), ("Keystone Municipal Fund", 1), ("Beacon Dividend Fund", 2),
+                   ("Crescent Frontier Fund", 3), ("Orchard Gold Fund", 2), ("Pioneer Small-Cap Fund", 3),
+                   ("Sterling Short-Term Fund", 1), ("Northgate Balanced Fund", 2)],
+        "asset": "mutual fund", "assets_word": "mutual funds",
+        "goal": "a long-horizon growth mandate for the family trust",
+    }),
+    Scenario("foundation", "charitable foundation investing", {
+        "investor": "a charitable foundation's investment board",
+        "assets": [("Osprey Mining", 3), ("Heron Water", 1), ("Wren Telecom", 2), ("Kestrel Aerospace", 3),
+                   ("Plover Bank", 2), ("Finch Grocers", 1), ("Condor Biotech", 3), ("Swift Freight", 2),
+                   ("Falcon Semiconductors", 3), ("Robin Power", 1), ("Egret Reinsurance", 2)],
+        "asset": "listed company", "assets_word": "listed companies",
+        "goal": "a focused sleeve of listed shares for its grant reserve",
+    }),
+)
+
 MARKET_LOADING = {1: (2, 5), 2: (5, 9), 3: (9, 14)}
 OWN_VARIANCE = {1: (5, 40), 2: (30, 120), 3: (80, 250)}
 
@@ -65,7 +87,109 @@ class PortfolioQP(ProblemFamily):
     problem_type = "QP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"weight": "nonnegative"}
+    # eval-only rewordings of the family's fixed sentences (training keeps its text; data_synth.statements)
+    phrasings = (
+        Phrasing(r"\bis building\b", ("is building",), ("is assembling", "is putting together")),
+        # the eval scenarios' lists of names without a colon, so the statement's first sentence ends after them
+        Phrasing(r"\bmutual funds:(?= )", ("mutual funds:",), ("mutual funds, namely",)),
+        Phrasing(r"\blisted companies:(?= )", ("listed companies:",), ("listed companies, namely",)),
+        # a rule never takes in a phrase the generic lexicon words two ways in training ("is allowed", "at
+        # least", "at most", "may not exceed", "keyed by"), so training keeps its choices there
+        Phrasing(r"\bThe whole budget must be invested, no short selling\b",
+                 ("The whole budget must be invested, no short selling",),
+                 ("All of the capital has to be invested and only a long position in each asset",
+                  "Every part of the capital goes into the portfolio and only a long (non-negative) holding of "
+                  "each asset")),
+        Phrasing(r", and the portfolio's expected annual return must be\b",
+                 (", and the portfolio's expected annual return must be",),
+                 ("; the expected yearly return of the portfolio has to be",
+                  ", while the portfolio's expected return per year has to be")),
+        Phrasing(r"\bTo stay diversified, no\b", ("To stay diversified, no",),
+                 ("For the sake of diversification, no single", "To keep the risk spread out, no single")),
+        Phrasing(r"\bmay receive more than a fraction\b", ("may receive more than a fraction",),
+                 ("can be allotted in excess of a fraction", "may be allocated more than a fraction")),
+        Phrasing(r"\bof the budget\b", ("of the budget",), ("of the capital",)),
+        Phrasing(r"\bThe high-risk\b", ("The high-risk",), ("Those high-risk", "As for risk, the high-risk")),
+        Phrasing(r"\bmay together receive\b", ("may together receive",),
+                 ("can jointly hold", "can between them be given")),
+        Phrasing(r"\bThe portfolio is rebalanced from the current holdings: the total fraction of the budget bought "
+                 r"plus sold \(the turnover\)",
+                 ("The portfolio is rebalanced from the current holdings: the total fraction of the budget bought "
+                  "plus sold (the turnover)",),
+                 ("This is a rebalancing of the holdings as they stand today: their turnover, the fraction of the "
+                  "capital bought plus the fraction sold,",
+                  "The holdings of today are rebalanced, and the turnover (every fraction of the capital bought, "
+                  "plus every fraction sold)")),
+        Phrasing(r"\bCurrent fractions:", ("Current fractions:",),
+                 ("Fractions held today:", "Present holdings, as fractions:")),
+        Phrasing(r"\bWhat fraction of the budget should go to each\b",
+                 ("What fraction of the budget should go to each",),
+                 ("Which share of the capital ought to be placed in each",
+                  "How large a fraction of the capital should be put into each")),
+        Phrasing(r"\btimes the variance of the portfolio's annual return \(in percent squared\) minus its "
+                 r"expected annual return \(in percent\)\?",
+                 ("times the variance of the portfolio's annual return (in percent squared) minus its expected "
+                  "annual return (in percent)?",),
+                 ("times the portfolio's return variance per year (in percent squared), less its expected yearly "
+                  "return (in percent)?",
+                  "times the yearly variance of the portfolio (in percent squared), after subtracting its expected "
+                  "yearly return (in percent)?")),
+        Phrasing(r"\bReport the minimum of that risk-adjusted objective\.",
+                 ("Report the minimum of that risk-adjusted objective.",),
+                 ("Give the smallest value this risk-adjusted objective can take.",
+                  "State the lowest attainable value of that risk-adjusted objective.")),
+        Phrasing(r"\bto minimize the variance of the portfolio's annual return\?",
+                 ("to minimize the variance of the portfolio's annual return?",),
+                 ("so that the variance of the portfolio's yearly return is as small as possible?",
+                  "so as to keep the variance of the yearly portfolio return at its minimum?")),
+        Phrasing(r"\bReport the minimum variance in percent squared \(%\^2\)\.",
+                 ("Report the minimum variance in percent squared (%^2).",),
+                 ("Give that smallest variance in percent squared (%^2).",
+                  "State the least variance attainable, in percent squared (%^2).")),
+        Phrasing(r"\bExpected annual returns:", ("Expected annual returns:",),
+                 ("Expected yearly returns:", "Expected returns per year:")),
+        Phrasing(r"\bVariances of annual returns \(in %\^2\):", ("Variances of annual returns (in %^2):",),
+                 ("Variances of the yearly returns (in %^2):", "Variance of each yearly return (in %^2):")),
+        Phrasing(r"\bCovariances between pairs \(in %\^2\):", ("Covariances between pairs (in %^2):",),
+                 ("Pairwise covariances (in %^2):", "Covariance of each pair (in %^2):")),
+        Phrasing(r"\bexpected return \(%\)", ("expected return (%)",), ("expected yearly return (%)",)),
+        Phrasing(r"\bcovariance \(%\^2\)", ("covariance (%^2)",), ("covariances (%^2)",)),
+        # the data.json field descriptions
+        Phrasing(r"\bexpected annual return of each asset in percent,", ("expected annual return of each asset in percent,",),
+                 ("expected yearly return, in percent, of every asset,",)),
+        Phrasing(r"\bcovariance of the annual returns of a and b, in percent squared\b",
+                 ("covariance of the annual returns of a and b, in percent squared",),
+                 ("covariance between the yearly returns of a and b, in percent squared",)),
+        Phrasing(r"\bminimum expected annual return of the portfolio, in percent\b",
+                 ("minimum expected annual return of the portfolio, in percent",),
+                 ("lowest acceptable expected yearly return of the portfolio, in percent",)),
+        Phrasing(r"\bweight of the variance in the objective, which minimizes risk_aversion \* variance minus the "
+                 r"expected return \(only when the objective trades risk against return\)",
+                 ("weight of the variance in the objective, which minimizes risk_aversion * variance minus the "
+                  "expected return (only when the objective trades risk against return)",),
+                 ("factor on the variance in an objective that is minimized, risk_aversion * variance less the "
+                  "expected return (present if risk is traded against return)",)),
+        Phrasing(r"\blargest fraction of the budget any one asset may receive \(only when there is a cap\)",
+                 ("largest fraction of the budget any one asset may receive (only when there is a cap)",),
+                 ("ceiling on the fraction of the capital a single asset can get (present if such a cap "
+                  "applies)",)),
+        Phrasing(r"\blist of the high-risk assets \(only when their combined share is capped\)",
+                 ("list of the high-risk assets (only when their combined share is capped)",),
+                 ("names of the high-risk assets (present if their joint share has a ceiling)",)),
+        Phrasing(r"\blargest combined fraction of the budget in the high-risk assets \(only when\b",
+                 ("largest combined fraction of the budget in the high-risk assets (only when",),
+                 ("ceiling on the joint fraction of the capital held in high-risk assets (present if",)),
+        Phrasing(r"\bfraction of the budget each asset holds now,", ("fraction of the budget each asset holds now,",),
+                 ("share of the capital in every asset today,",)),
+        Phrasing(r"\(only when the portfolio is rebalanced\)", ("(only when the portfolio is rebalanced)",),
+                 ("(present if the holdings are rebalanced)",)),
+        Phrasing(r"\bmost total fraction of the budget bought plus sold \(only when\b",
+                 ("most total fraction of the budget bought plus sold (only when",),
+                 ("ceiling on the fractions of the capital bought and sold, summed (present if",)),
+        Phrasing(r"\bis given\)", ("is given)",), ("is there)",)),
+    )
     data_fields = {
         "assets": "list of asset names",
         "expected_return": "expected annual return of each asset in percent, keyed by asset",
