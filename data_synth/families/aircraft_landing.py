@@ -41,6 +41,24 @@ SCENARIOS = (
         "action": "touch down", "money": "credits",
     }),
 )
+# the eval split's own operations, call signs, landing places and money (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("helideck", "offshore energy logistics", {
+        "company": "the helideck landing officer of an offshore platform", "vehicle": "helicopter",
+        "vehicles": "helicopters", "prefixes": ["HX", "OF", "RG", "NS"], "place": "the platform's helideck",
+        "action": "set down", "money": "kroner",
+    }),
+    Scenario("freighter", "air cargo", {
+        "company": "the arrival manager of a freight airport", "vehicle": "cargo flight",
+        "vehicles": "cargo flights", "prefixes": ["FX", "CV", "PO", "GT", "QY", "MP"],
+        "place": "the cargo runway", "action": "land", "money": "pounds",
+    }),
+    Scenario("vertiport", "urban air mobility", {
+        "company": "an air-taxi vertiport", "vehicle": "air taxi", "vehicles": "air taxis",
+        "prefixes": ["VT", "EV", "JX", "AT"], "place": "its arrival pad", "action": "alight",
+        "money": "yen",
+    }),
+)
 
 
 def _pairs(data: dict) -> list[tuple[str, str]]:
@@ -59,6 +77,7 @@ class AircraftLanding(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"land": "nonnegative", "early": "nonnegative", "late": "nonnegative", "before": "binary"}
     phrasings = (
         Phrasing(r"Times are in minutes from now\.",
@@ -67,6 +86,63 @@ class AircraftLanding(ProblemFamily):
         Phrasing(r"\bmust be separated by\b", ("must be separated by", "need a gap of"),
                  ("require a spacing of", "must keep apart by")),
         Phrasing(r"\bits window is\b", ("its window is", "it may arrive within"), ("its allowed window runs",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\binside its window\b", ("inside its window",), ("within the time window it was given",)),
+        Phrasing(r"\bWhen one\b", ("When one",), ("If one",)),
+        Phrasing(r"\bearly penalty\b", ("early penalty",), ("earliness penalty",)),
+        Phrasing(r"\blands before another, the two\b", ("lands before another, the two",),
+                 ("comes in ahead of another, they",)),
+        Phrasing(r"\bthe gap listed for that order \(it depends on their wake classes\)",
+                 ("the gap listed for that order (it depends on their wake classes)",),
+                 ("the interval shown for that sequence (set by their wake-turbulence categories)",)),
+        Phrasing(r"\bLanding before the target costs the early penalty and landing after it the late penalty, "
+                 r"both in\b",
+                 ("Landing before the target costs the early penalty and landing after it the late penalty, both in",),
+                 ("An arrival ahead of its target is charged the earliness penalty and one behind it the late "
+                  "penalty, both expressed in",)),
+        Phrasing(r"\bLanding early costs nothing; every minute after the target costs the late penalty in\b",
+                 ("Landing early costs nothing; every minute after the target costs the late penalty in",),
+                 ("Coming in early is free, while each minute past the target is charged the late penalty, in",)),
+        Phrasing(r"\bminutes after its target\.", ("minutes after its target.",),
+                 ("minutes behind its target time.",)),
+        Phrasing(r"\bhave priority and must\b", ("have priority and must",), ("are prioritised and are required to",)),
+        Phrasing(r"\bin the given order:", ("in the given order:",), ("in the sequence shown:",)),
+        Phrasing(r"\bWhen should each\b", ("When should each",), ("At what time ought every",)),
+        Phrasing(r"\bto minimize the total penalty, and what is the minimum total penalty in\b",
+                 ("to minimize the total penalty, and what is the minimum total penalty in",),
+                 ("so that the penalty summed over all of them is as small as possible, and how large is that "
+                  "smallest penalty, in",)),
+        Phrasing(r"\bSeparations in minutes\.", ("Separations in minutes.",), ("Gaps are given in minutes.",)),
+        Phrasing(r"\bSeparations \(minutes\):", ("Separations (minutes):",), ("Required gaps, in minutes:",)),
+        Phrasing(r"\bleader \\ follower\b", ("leader \\ follower",), ("first in \\ next in",)),
+        Phrasing(r"\blist of plane names, in the order of their targets\b",
+                 ("list of plane names, in the order of their targets",),
+                 ("planes' names, sorted by target time",)),
+        Phrasing(r"\bearliest landing time of each plane \(minutes from now\)",
+                 ("earliest landing time of each plane (minutes from now)",),
+                 ("first minute, counted from now, at which every plane can land",)),
+        Phrasing(r"\bpreferred landing time of each plane \(minutes\)",
+                 ("preferred landing time of each plane (minutes)",), ("ideal landing minute for every plane",)),
+        Phrasing(r"\blatest landing time of each plane \(minutes\)", ("latest landing time of each plane (minutes)",),
+                 ("last minute at which every plane can land",)),
+        Phrasing(r"\bminutes the second plane must land after the first when they land in that order\b",
+                 ("minutes the second plane must land after the first when they land in that order",),
+                 ("gap in minutes that the second plane keeps behind the first when that is their sequence",)),
+        Phrasing(r"\bpenalty per minute a plane lands after its target\b",
+                 ("penalty per minute a plane lands after its target",),
+                 ("charge for every minute a plane arrives past its target",)),
+        Phrasing(r"\bpenalty per minute a plane lands before its target \(only when earliness is penalized; "
+                 r"otherwise landing early is free\)",
+                 ("penalty per minute a plane lands before its target (only when earliness is penalized; otherwise "
+                  "landing early is free)",),
+                 ("charge for every minute a plane arrives ahead of its target (present if earliness carries a "
+                  "charge; if absent, early arrival is free)",)),
+        Phrasing(r"\bmost minutes any plane may land after its target \(only when there is such a cap\)",
+                 ("most minutes any plane may land after its target (only when there is such a cap)",),
+                 ("largest number of minutes a plane may arrive past its target (present if such a cap applies)",)),
+        Phrasing(r": the first must land before the second \(only when there are such pairs\)",
+                 (": the first must land before the second (only when there are such pairs)",),
+                 (" in which the first lands ahead of the second (present if any such pair exists)",)),
     )
     data_fields = {
         "planes": "list of plane names, in the order of their targets",
@@ -241,6 +317,13 @@ model.priority = pyo.Constraint(range(len(data["priority"])), rule=lambda model,
                         f"must fix when each lands on {words['place']}.",
             "drones": f"{words['company'].capitalize()} brings {len(planes)} returning {vehicles} down on "
                       f"{words['place']}, one at a time.",
+            # the eval scenarios' own openings
+            "helideck": f"{words['company'].capitalize()} expects {len(planes)} {vehicles} from the shore base "
+                        f"and has to clear each of them onto {words['place']}.",
+            "freighter": f"Tonight {words['company']} has to slot {len(planes)} inbound {vehicles} into landing "
+                         f"times on {words['place']}.",
+            "vertiport": f"{words['company'].capitalize()} is about to receive {len(planes)} {vehicles}, and "
+                         f"{words['place']} takes one of them at a time.",
         }[scenario.key]
         rules = (f"Times are in minutes from now. Each {vehicle} must {action} inside its window. When one {vehicle} "
                  f"lands before another, the two must be separated by the gap listed for that order (it depends on "

@@ -50,6 +50,28 @@ SCENARIOS = (
         "money": "dollars",
     }),
 )
+# the eval split's own industries, companies, products, machines and money (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("garments", "apparel manufacturing", {
+        "company": "a garment workshop",
+        "products": ["parka", "blazer", "shirt", "skirt", "waistcoat", "overcoat", "hoodie"],
+        "machines": ["cutting table", "lockstitch machine", "overlocker", "buttonholer", "steam press"],
+        "money": "pounds",
+    }),
+    Scenario("cosmetics", "cosmetics manufacturing", {
+        "company": "a cosmetics plant",
+        "products": ["shampoo", "conditioner", "face cream", "lip balm", "sunscreen", "body lotion", "hair gel"],
+        "machines": ["mixing vessel", "homogeniser", "filling line", "capping machine", "labeller"],
+        "money": "Swiss francs",
+    }),
+    Scenario("bicycles", "bicycle manufacturing", {
+        "company": "a bicycle works",
+        "products": ["road bike", "mountain bike", "city bike", "cargo bike", "folding bike", "gravel bike",
+                     "tandem"],
+        "machines": ["tube cutter", "welding jig", "paint line", "wheel truing stand", "assembly stand"],
+        "money": "yen",
+    }),
+)
 
 
 class FactoryPlanning(ProblemFamily):
@@ -58,6 +80,7 @@ class FactoryPlanning(ProblemFamily):
     problem_type = "LP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"make": "nonnegative", "sell": "nonnegative", "stock": "nonnegative"}
     industrial = True
     phrasings = (
@@ -71,6 +94,78 @@ class FactoryPlanning(ProblemFamily):
                  ("What the market will take at most:",)),
         Phrasing(r"\bThe factory starts with no stock\.", ("The factory starts with no stock.",),
                  ("Opening inventories are zero.",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text; "at most"
+        # and "needs" are left to the generic rules, which vary them in training)
+        Phrasing(r"\bInstalled machines:", ("Installed machines:",), ("Machines on the shop floor:",)),
+        Phrasing(r"\bEach machine works\b", ("Each machine works",), ("Every single machine is available for",)),
+        Phrasing(r"(?<=\d )hours a month\.", ("hours a month.",), ("hours in every month.",)),
+        Phrasing(r"\bAt the end of a month\b", ("At the end of a month",), ("When a month closes,",)),
+        Phrasing(r"\bunits of each product may be in stock, each costing\b",
+                 ("units of each product may be in stock, each costing",),
+                 ("units of any one product can be held, and each held unit costs",)),
+        Phrasing(r"\bMachines down for maintenance \(the others work\):",
+                 ("Machines down for maintenance (the others work):",),
+                 ("Machines under maintenance (every other machine runs):",)),
+        Phrasing(r"\bMaintenance must take machines down for whole months within the horizon, in months the plan "
+                 r"chooses \(a machine down does no work that month\); machine-months of maintenance per type:",
+                 ("Maintenance must take machines down for whole months within the horizon, in months the plan "
+                  "chooses (a machine down does no work that month); machine-months of maintenance per type:",),
+                 ("Within the horizon, a machine under maintenance is out for a whole month, and the plan picks "
+                  "those months (during such a month it produces nothing); machine-months of upkeep required for "
+                  "each type:",)),
+        Phrasing(r"\bunits of each product must be in stock\.", ("units of each product must be in stock.",),
+                 ("units of every product have to be held in store.",)),
+        Phrasing(r"\bHow much of each product should be made, sold and stored each month to maximize profit minus "
+                 r"holding cost, and\b",
+                 ("How much of each product should be made, sold and stored each month to maximize profit minus "
+                  "holding cost, and",),
+                 ("What monthly quantities of every product ought to be produced, sold and kept in stock so that "
+                  "profit less holding cost is as large as possible, and",)),
+        Phrasing(r"\bQuantities may be fractional\.", ("Quantities may be fractional.",),
+                 ("Fractional amounts are acceptable.",)),
+        Phrasing(r"\bper unit sold and(?= needs\b)", ("per unit sold and",), ("for every unit it sells, and",)),
+        Phrasing(r"(?<=\d )hours on the\b", ("hours on the",), ("hours of the",)),
+        Phrasing(r"\bmarket limit\b", ("market limit",), ("sales cap",)),
+        Phrasing(r"\bProducts need hours on limited machines; sales are capped by the market\.",
+                 ("Products need hours on limited machines; sales are capped by the market.",),
+                 ("Each product takes time on machines of limited capacity, and the market caps its sales.",)),
+        Phrasing(r"\bMachines down for maintenance do not work in their month\.",
+                 ("Machines down for maintenance do not work in their month.",),
+                 ("A machine under maintenance is idle for that month.",)),
+        Phrasing(r"\bThe plan chooses the month in which each machine of a type is down for maintenance\.",
+                 ("The plan chooses the month in which each machine of a type is down for maintenance.",),
+                 ("The plan decides in which months the machines of every type are taken out for upkeep.",)),
+        Phrasing(r"\bEvery product must end the horizon with the required stock\.",
+                 ("Every product must end the horizon with the required stock.",),
+                 ("Each product has to finish the horizon holding the required stock.",)),
+        Phrasing(r"\blist of product names\b", ("list of product names",), ("names of the products",)),
+        Phrasing(r"\blist of machine type names\b", ("list of machine type names",), ("names of the machine types",)),
+        Phrasing(r"\blist of months, in order\b", ("list of months, in order",), ("months of the horizon, in sequence",)),
+        Phrasing(r"\bmachines of each type installed\b", ("machines of each type installed",),
+                 ("number of installed machines for every type",)),
+        Phrasing(r"\bhours one machine works in a month\b", ("hours one machine works in a month",),
+                 ("monthly working hours of a single machine",)),
+        Phrasing(r"\bhours on that machine type per unit\b", ("hours on that machine type per unit",),
+                 ("machine hours a unit takes on that type",)),
+        Phrasing(r"\bprofit per unit sold(?=, keyed by\b)", ("profit per unit sold",),
+                 ("margin earned on every unit sold",)),
+        Phrasing(r"(?<=: )most units that can be sold\b", ("most units that can be sold",),
+                 ("the sales ceiling in units",)),
+        Phrasing(r"\bcost per unit in stock at the end of a month\b", ("cost per unit in stock at the end of a month",),
+                 ("holding charge for every unit left in store when a month closes",)),
+        Phrasing(r"\bmost units of each product in stock at the end of a month\b",
+                 ("most units of each product in stock at the end of a month",),
+                 ("stock ceiling for every product when a month closes",)),
+        Phrasing(r"\bmachines of the type down for maintenance \(only when maintenance is planned\)",
+                 ("machines of the type down for maintenance (only when maintenance is planned)",),
+                 ("how many machines of the type are under maintenance (present if a maintenance plan is given)",)),
+        Phrasing(r"\bmachine-months of maintenance each type(?= needs over the horizon\b)",
+                 ("machine-months of maintenance each type",), ("maintenance machine-months that every type",)),
+        Phrasing(r"\(only when the model schedules maintenance\)", ("(only when the model schedules maintenance)",),
+                 ("(present if the model picks the maintenance months)",)),
+        Phrasing(r"\bunits of each product that must be in stock at the end \(only when there is such a target\)",
+                 ("units of each product that must be in stock at the end (only when there is such a target)",),
+                 ("units every product has to hold at the close of the horizon (present if such a target is set)",)),
     )
     data_fields = {
         "products": "list of product names",
@@ -269,6 +364,13 @@ model.final_stock = pyo.Constraint(
                          f"and stock for {join_names(periods)}.",
             "electronics": f"For {join_names(periods)}, {words['company']} plans production, sales and stock for "
                            f"its products {join_names(products)}.",
+            # the eval scenarios' own openings
+            "garments": f"{words['company'].capitalize()} sets its monthly output, sales and inventory for "
+                        f"{join_names(periods)}; its range is {join_names(products)}.",
+            "cosmetics": f"Over {join_names(periods)}, {words['company']} has to settle how much of "
+                         f"{join_names(products)} to make, sell and hold in stock.",
+            "bicycles": f"{words['company'].capitalize()} builds {join_names(products)} and is drawing up a "
+                        f"month-by-month plan for {join_names(periods)}.",
         }[scenario.key]
         plant = ("Installed machines: " + "; ".join(f"{fmt(data['machine_count'][m])} {m}" for m in machines)
                  + f". Each machine works {fmt(data['hours_per_machine'])} hours a month.")

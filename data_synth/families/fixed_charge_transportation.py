@@ -50,6 +50,35 @@ SCENARIOS = (
         "intro": "A soft-drink bottler plans next month's shipments from its bottling plants to wholesalers.",
     }),
 )
+# the eval split's own industries, companies, depot names and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("fuel", "fuel distribution", {
+        "supplier": "fuel terminal", "supplier_plural": "fuel terminals",
+        "suppliers": ["Harbour Terminal", "Eastgate Terminal", "Bayside Terminal", "Kingsport Terminal"],
+        "customer": "filling station", "customer_prefix": "Station ", "unit": "kilolitres", "one_unit": "kilolitre",
+        "money": "rand",
+        "fixed_words": "a flat fee for scheduling a road tanker onto that run",
+        "intro": "A fuel distributor resupplies its filling stations from its storage terminals over the "
+                 "coming week.",
+    }),
+    Scenario("timber", "forestry and sawn timber", {
+        "supplier": "sawmill", "supplier_plural": "sawmills",
+        "suppliers": ["Pine Hollow Mill", "Cedar Bend Mill", "Birchwood Mill", "Spruce Lake Mill"],
+        "customer": "lumber yard", "customer_prefix": "Yard ", "unit": "cubic metres", "one_unit": "cubic metre",
+        "money": "pounds",
+        "fixed_words": "a one-off fee for chartering a log trailer for that haul",
+        "intro": "A timber company sends sawn lumber from its sawmills to the lumber yards that resell it.",
+    }),
+    Scenario("pharma", "pharmaceutical wholesale", {
+        "supplier": "distribution warehouse", "supplier_plural": "distribution warehouses",
+        "suppliers": ["Leeds Warehouse", "Bristol Warehouse", "Glasgow Warehouse", "Cardiff Warehouse"],
+        "customer": "hospital pharmacy", "customer_prefix": "Hospital ", "unit": "cartons", "one_unit": "carton",
+        "money": "pounds",
+        "fixed_words": "a set cost for arranging a refrigerated van on that connection",
+        "intro": "A pharmaceutical wholesaler schedules tomorrow's deliveries from its distribution warehouses "
+                 "to hospital pharmacies.",
+    }),
+)
 
 
 class FixedChargeTransportation(ProblemFamily):
@@ -58,6 +87,7 @@ class FixedChargeTransportation(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"ship": "nonnegative", "use": "binary"}
     # the family's own sentences of the optional rules, in other words for each split (data_synth.statements)
     phrasings = (
@@ -68,6 +98,58 @@ class FixedChargeTransportation(ProblemFamily):
         Phrasing(r"that ships anything also costs a fixed amount", ("that ships anything also costs a fixed amount",
                                                                     "used at all also carries a fixed charge"),
                  ("dispatching any goods incurs a flat running cost",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bShipping on a route costs a per-unit rate plus\b",
+                 ("Shipping on a route costs a per-unit rate plus",),
+                 ("Each route in use is billed a rate for every unit moved, together with",)),
+        Phrasing(r"\bpaid once if the route carries any\b", ("paid once if the route carries any",),
+                 ("which falls due a single time when the route moves any",)),
+        Phrasing(r"\bHow much should be shipped on each route so that every\b",
+                 ("How much should be shipped on each route so that every",),
+                 ("What quantity ought to travel along every route such that each",)),
+        Phrasing(r"\breceives exactly its requirement, no\b", ("receives exactly its requirement, no",),
+                 ("gets precisely the amount it ordered, not a single",)),
+        Phrasing(r"\bships more than it has, and the total cost \(per-unit plus fixed charges\) is as small as "
+                 r"possible\?",
+                 ("ships more than it has, and the total cost (per-unit plus fixed charges) is as small as possible?",),
+                 ("sends out more than it holds, and the sum of unit rates and fixed charges is kept to a minimum?",)),
+        Phrasing(r"\bWhat is the minimum total cost in\b", ("What is the minimum total cost in",),
+                 ("How large is the lowest combined cost, stated in",)),
+        Phrasing(r"\bsupply and demand are in\b", ("supply and demand are in",),
+                 ("quantities on offer and ordered are measured in",)),
+        # "at most" and "routes may be used in total" are left to their own rules (training varies them)
+        Phrasing(r"\bthey carry(?= at most a given amount\b)", ("they carry",), ("each of them moves",)),
+        Phrasing(r"(?<=at most )a given amount\b", ("a given amount",), ("a stated quantity",)),
+        Phrasing(r"\bcarries(?= at most\b)", ("carries",), ("may move",)),
+        Phrasing(r"\bNo more than (?=\d)", ("No more than ",), ("Up to ",)),
+        Phrasing(r"\bNo more than a given number of(?= routes\b)", ("No more than a given number of",),
+                 ("Only a stated number of",)),
+        Phrasing(r"\blist of supply point names\b", ("list of supply point names",),
+                 ("names of the places that send goods",)),
+        Phrasing(r"\blist of demand point names\b", ("list of demand point names",),
+                 ("names of the places that receive goods",)),
+        Phrasing(r"\bunits available at each supply point\b", ("units available at each supply point",),
+                 ("quantity every sending place can release",)),
+        Phrasing(r"\bunits required by each demand point\b", ("units required by each demand point",),
+                 ("quantity every receiving place has ordered",)),
+        Phrasing(r"\bcost per unit shipped on the route\b", ("cost per unit shipped on the route",),
+                 ("rate charged for every unit moved along that lane",)),
+        Phrasing(r"\bfixed charge paid if the route carries anything\b",
+                 ("fixed charge paid if the route carries anything",),
+                 ("one-off fee owed as soon as that lane moves any quantity",)),
+        Phrasing(r"\bmost units on that route \(only when some routes have a capacity; routes not listed have "
+                 r"none\)",
+                 ("most units on that route (only when some routes have a capacity; routes not listed have none)",),
+                 ("largest quantity that lane may take (present if some lanes are limited; an unlisted lane is "
+                  "unlimited)",)),
+        Phrasing(r"\bmost routes that may carry anything \(only when there is such a limit\)",
+                 ("most routes that may carry anything (only when there is such a limit)",),
+                 ("largest number of lanes allowed to move goods (present if such a cap applies)",)),
+        Phrasing(r"\bfixed cost of a supply point that ships anything\b",
+                 ("fixed cost of a supply point that ships anything",),
+                 ("flat running cost of a sending place that dispatches any goods",)),
+        Phrasing(r"\(only when supply points have one\)", ("(only when supply points have one)",),
+                 ("(present if sending places carry such a cost)",)),
     )
     data_fields = {
         "suppliers": "list of supply point names",

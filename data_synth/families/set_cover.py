@@ -22,6 +22,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("fire", "municipal emergency services", {
@@ -46,6 +47,31 @@ SCENARIOS = (
                  "consultants. Each consultant is certified in some of the skills the project needs.",
     }),
 )
+# the eval split's own industries, companies, site and area names and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("ambulance", "pre-hospital emergency care", {
+        "site": "candidate ambulance post", "site_prefix": "Post ", "area": "neighbourhood",
+        "area_prefix": "Ward ", "cost_words": "yearly crewing cost", "unit": "thousand pounds",
+        "covers": "can respond to {areas} on time",
+        "intro": "A regional health authority is deciding where to station its ambulances. An ambulance "
+                 "posted at a candidate location can respond to some neighbourhoods inside the twelve-minute "
+                 "target.",
+    }),
+    Scenario("leaks", "water utilities", {
+        "site": "candidate sensor point", "site_prefix": "Point ", "area": "pipe segment",
+        "area_prefix": "Segment ", "cost_words": "installation cost", "unit": "thousand kronor",
+        "covers": "can detect leaks on {areas}",
+        "intro": "A water utility is fitting acoustic leak sensors to its distribution network. A sensor "
+                 "fitted at a candidate point can detect leaks on some of the pipe segments.",
+    }),
+    Scenario("cameras", "warehouse security", {
+        "site": "candidate camera mount", "site_prefix": "Mount ", "area": "aisle", "area_prefix": "Aisle ",
+        "cost_words": "cost to install and wire", "unit": "hundred euros",
+        "covers": "has a clear view of {areas}",
+        "intro": "A distribution centre is laying out its security cameras. A camera on a candidate mount "
+                 "has a clear view of some of the aisles.",
+    }),
+)
 
 
 class SetCover(ProblemFamily):
@@ -54,7 +80,56 @@ class SetCover(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"choose": "binary"}
+    # eval-only rewordings of the family's fixed sentences (training keeps its text; "at least", "at most",
+    # "keyed by" and "what is that" are left to the generic rules, which vary them in training)
+    phrasings = (
+        Phrasing(r"\bCoverage requirements:", ("Coverage requirements:",), ("The cover each one needs:",)),
+        Phrasing(r"\bmust each be covered by\b", ("must each be covered by",), ("each require",)),
+        Phrasing(r"\bmust be covered by\b", ("must be covered by",), ("requires",)),
+        Phrasing(r"(?<=\d )chosen\b", ("chosen",), ("selected",)),
+        Phrasing(r"\bcan be chosen\b", ("can be chosen",), ("may be selected",)),
+        Phrasing(r"\bcannot both be chosen\b", ("cannot both be chosen",), ("are mutually exclusive",)),
+        Phrasing(r"\bshould be chosen to meet every requirement at minimum total cost, and\b",
+                 ("should be chosen to meet every requirement at minimum total cost, and",),
+                 ("ought to be selected so that all requirements are met as cheaply as possible, and",)),
+        Phrasing(r"\bshould be chosen to minimize the total cost plus shortfall penalties, and\b",
+                 ("should be chosen to minimize the total cost plus shortfall penalties, and",),
+                 ("ought to be selected so that their cost together with the shortfall penalties is as low as "
+                  "possible, and",)),
+        Phrasing(r"(?<=that )minimum total cost\b", ("minimum total cost",), ("lowest possible cost",)),
+        Phrasing(r"(?<=that )minimum total(?= \()", ("minimum total",), ("lowest possible sum",)),
+        Phrasing(r"\bmay be covered by fewer\b", ("may be covered by fewer",), ("can make do with fewer",)),
+        Phrasing(r"\bthan required, at a penalty\b", ("than required, at a penalty",),
+                 ("than needed, which costs a penalty",)),
+        Phrasing(r"\bper missing\b", ("per missing",), ("for every absent",)),
+        Phrasing(r"\bAn x marks the\b", ("An x marks the",), ("A cell holding x shows the",)),
+        Phrasing(r"\brequired coverage\b", ("required coverage",), ("cover needed",)),
+        Phrasing(r"\bis limited\.", ("is limited.",), ("has a ceiling.",)),
+        Phrasing(r"\blist of candidate names\b", ("list of candidate names",), ("names of the candidates",)),
+        Phrasing(r"\blist of names of the things to cover\b", ("list of names of the things to cover",),
+                 ("names of everything that needs cover",)),
+        Phrasing(r"\bcost of choosing each candidate\b", ("cost of choosing each candidate",),
+                 ("price of selecting every candidate",)),
+        Phrasing(r"\blist of the areas that candidate covers\b", ("list of the areas that candidate covers",),
+                 ("areas this candidate serves",)),
+        Phrasing(r"\bhow many chosen candidates must cover the area\b",
+                 ("how many chosen candidates must cover the area",),
+                 ("count of selected candidates the area calls for",)),
+        Phrasing(r"\bmost candidates that\b", ("most candidates that",), ("largest number of candidates that",)),
+        Phrasing(r"\(only when there is such a limit\)", ("(only when there is such a limit)",),
+                 ("(present if such a cap applies)",)),
+        Phrasing(r"\blist of \[candidate, candidate\] pairs that\b",
+                 ("list of [candidate, candidate] pairs that",), ("[candidate, candidate] pairs that",)),
+        Phrasing(r"\(only when there are such pairs\)", ("(only when there are such pairs)",),
+                 ("(present if any such pair exists)",)),
+        Phrasing(r"\bpenalty per missing covering candidate\b", ("penalty per missing covering candidate",),
+                 ("charge for each covering candidate that is lacking",)),
+        Phrasing(r"\bfor the areas whose requirement may be missed \(only when some may\)",
+                 ("for the areas whose requirement may be missed (only when some may)",),
+                 ("for the areas allowed to fall short (present if any are)",)),
+    )
     data_fields = {
         "sites": "list of candidate names",
         "areas": "list of names of the things to cover",
