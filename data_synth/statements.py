@@ -70,13 +70,16 @@ GENERIC_PHRASINGS = (
     Phrasing(r"\bmay not exceed\b", ("may not exceed", "must not exceed"), ("cannot be more than", "is capped at")),
     Phrasing(r"\bmust not\b", ("must not",), ("shall not", "is not allowed to")),
     Phrasing(r"\bmust\b", ("must",), ("shall",)),
+    # a question's inverted "should the plant ..." cannot take "ought to": eval asks with "would"
+    Phrasing(r"\bshould\b(?= (?:the|a|an|this|that|these|those|it|they|we|each|every|all)\b)", ("should",),
+             ("would",)),
     Phrasing(r"\bshould\b", ("should",), ("ought to",)),
     Phrasing(r"\bkeyed by\b", ("keyed by", "indexed by"), ("with one entry per", "given per")),
     Phrasing(r"\bthe lowest\b", ("the lowest", "the least"), ("the smallest", "the minimum")),
     Phrasing(r"\bthe highest\b", ("the highest", "the greatest"), ("the largest", "the maximum")),
     Phrasing(r"\bthe total\b", ("the total",), ("the overall", "the combined")),
     Phrasing(r"\bwhat is that\b", ("what is that", "what is this"), ("how much is that", "how large is that")),
-    Phrasing(r"\bwhat is the\b", ("what is the",), ("what would the", "state the")),
+    Phrasing(r"\bwhat is the\b", ("what is the",), ("what's the", "what will be the")),
     Phrasing(r"\bneeds\b(?! to)", ("needs", "requires"), ("calls for", "asks for")),
     Phrasing(r"\bare allowed\b", ("are allowed", "are permitted"), ("are acceptable", "are fine")),
     Phrasing(r"\bis allowed\b", ("is allowed", "is permitted"), ("is acceptable", "is fine")),
@@ -113,10 +116,14 @@ _EVAL_SYNONYMS = (
     ("only", "solely"), ("planning", "scheduling"), ("allowed", "permitted"),
     ("earns", "yields"), ("available", "obtainable"), ("exactly", "precisely"), ("interruption", "pause"),
     ("across", "over"), ("split", "divided"), ("buying", "purchasing"), ("continue", "carry on"),
-    ("past", "beyond"), ("finished", "completed"), ("early", "soon"), ("travel", "journey"),
+    ("past", "beyond"), ("finished", "completed"), ("travel", "journey"),
     ("cleaning", "washing"), ("handles", "processes"), ("runs", "operates"),
 )
 GENERIC_PHRASINGS += tuple(Phrasing(rf"\b{word}\b", (word,), (synonym,)) for word, synonym in _EVAL_SYNONYMS)
+GENERIC_PHRASINGS += (
+    Phrasing(r"\bearly\b(?! (?:penalty|penalties|arrival|arrivals|departure|departures|start|finish)\b)",
+             ("early",), ("soon",)),  # "early penalty" is a noun phrase: "soon penalty" is not English
+)
 
 # Wordings of many families' fixed sentences that `trex synth --shared-ngrams` found shared by the splits
 # (`python -m data_synth.stats FOLDER --shared-ngrams`): eval writes them another way. Lookarounds keep
@@ -124,7 +131,8 @@ GENERIC_PHRASINGS += tuple(Phrasing(rf"\b{word}\b", (word,), (synonym,)) for wor
 _EVAL_REWORDINGS = (
     (r"\bnext\b(?! to\b)", "next", "coming"), (r"\bthrough\b", "through", "via"),
     (r"\bthe end of\b", "the end of", "the close of"), (r"\bwants\b", "wants", "would like"),
-    (r"\bthe number of\b", "the number of", "the count of"), (r"\bdollars\b", "dollars", "USD"),
+    (r"\bthe number of\b", "the number of", "the count of"),
+    (r"(?<!canadian )(?<!australian )(?<!singapore )(?<!zealand )(?<!kong )\bdollars\b", "dollars", "USD"),
     (r"\bcandidate\b(?= [a-z])(?! (?:may|is|are|can|must|has|that|which|and|or|to|of|in)\b)", "candidate",
      "prospective"),
     (r"\bchoosing\b", "choosing", "selecting"), (r"\bdepends on\b", "depends on", "hinges on"),
