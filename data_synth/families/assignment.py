@@ -21,6 +21,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("consulting", "professional services", {
@@ -50,6 +51,35 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, agent and task names and cost units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("translation", "language services", {
+        "company": "a translation bureau",
+        "agents": ["Ines", "Kofi", "Lena", "Mateo", "Noor", "Oskar", "Priya", "Quinn", "Rafael", "Sanna"],
+        "tasks": ["patent filing", "user manual", "court ruling", "film script", "menu card", "annual report",
+                  "product label", "press release"],
+        "agent_word": "translator", "task_word": "document", "cost_word": "translation fee",
+        "cost_unit": "euros", "cost_range": (80, 400),
+    }),
+    Scenario("quay_cranes", "port operations", {
+        "company": "a container terminal",
+        "agents": ["Crane Q1", "Crane Q2", "Crane Q3", "Crane Q4", "Crane Q5", "Crane Q6", "Crane Q7", "Crane Q8",
+                   "Crane Q9", "Crane Q10"],
+        "tasks": ["MV Aurora", "MV Boreas", "MV Calypso", "MV Delphine", "MV Eos", "MV Fortuna", "MV Galene",
+                  "MV Helios"],
+        "agent_word": "quay crane", "task_word": "vessel", "cost_word": "handling time",
+        "cost_unit": "hours", "cost_range": (4, 30),
+    }),
+    Scenario("home_care", "home nursing", {
+        "company": "a home-care agency",
+        "agents": ["Amaru", "Birgit", "Cyrus", "Delia", "Eitan", "Freya", "Gwen", "Hamid", "Ilse", "Joaquim"],
+        "tasks": ["Birch Road visit", "Cedar Lane visit", "Elm Court visit", "Hazel Drive visit",
+                  "Linden Way visit", "Maple Row visit", "Poplar Close visit", "Willow Walk visit"],
+        "agent_word": "nurse", "task_word": "home visit", "cost_word": "driving distance",
+        "cost_unit": "kilometres", "cost_range": (2, 40),
+    }),
+)
+
 
 class Assignment(ProblemFamily):
     name = "assignment"
@@ -57,7 +87,40 @@ class Assignment(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"assign": "binary"}
+    # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+    phrasings = (
+        Phrasing(r"\bcan take up to\b", ("can take up to",), ("may be given as many as",)),
+        # stops before "at most", which the generic rules word two ways in training
+        Phrasing(r"\bcan take\b(?= at most)", ("can take",), ("may be given",)),
+        Phrasing(r"\bshould take which\b", ("should take which",), ("is to get which",)),
+        # stops before "what is that", which the generic rules word two ways in training
+        Phrasing(r"\bof any chosen pair is as small as possible, and\b",
+                 ("of any chosen pair is as small as possible, and",),
+                 ("over all chosen pairs is kept as low as possible, and",)),
+        Phrasing(r"(?<=what is that )largest value\?", ("largest value?",), ("maximum?",)),
+        Phrasing(r"\bso that the largest single\b", ("so that the largest single",),
+                 ("so that the biggest individual",)),
+        Phrasing(r"\bto minimize the total\b", ("to minimize the total",), ("so as to keep down the overall",)),
+        Phrasing(r"\bcannot take\b", ("cannot take",), ("is not available for",)),
+        Phrasing(r"\bnot allowed\b", ("not allowed",), ("excluded",)),
+        Phrasing(r"\blist of agent names\b", ("list of agent names",), ("names of the agents",)),
+        # stops before "needs", which the generic rules word two ways in training
+        Phrasing(r"\blist of task names \(each\b(?= needs)", ("list of task names (each",),
+                 ("names of the tasks (every one",)),
+        Phrasing(r"(?<=\]: )cost of the agent doing the task; a pair that\b",
+                 ("cost of the agent doing the task; a pair that",),
+                 ("cost when that agent handles the task; any pair that",)),
+        Phrasing(r"\bmost tasks one agent may take \(only when agents may take more than one; otherwise one\)",
+                 ("most tasks one agent may take (only when agents may take more than one; otherwise one)",),
+                 ("cap on the tasks a single agent can accept (present only if agents can accept more than one; "
+                  "one otherwise)",)),
+        Phrasing(r"\bwhen the largest single cost is minimized \(only then; otherwise the total\)",
+                 ("when the largest single cost is minimized (only then; otherwise the total)",),
+                 ("if the objective is the biggest individual cost (present only then; the overall cost "
+                  "otherwise)",)),
+    )
     data_fields = {
         "agents": "list of agent names",
         "tasks": "list of task names (each needs exactly one agent)",
@@ -223,6 +286,13 @@ model.max_tasks_per_agent = pyo.Constraint(data["agents"], rule=max_tasks_per_ag
                          f"to place on its {agent_word}s {join_names(agents)}.",
             "ambulances": f"{words['company'].capitalize()} has {len(tasks)} open {task_word}s "
                           f"({join_names(tasks)}) and free {agent_word}s {join_names(agents)}.",
+            # the eval scenarios' own openings
+            "translation": f"{words['company'].capitalize()} is handing out {len(tasks)} {task_word}s "
+                           f"({join_names(tasks)}) to its freelance {agent_word}s {join_names(agents)}.",
+            "quay_cranes": f"{words['company'].capitalize()} is lining up its {agent_word}s {join_names(agents)} "
+                           f"for {len(tasks)} arriving {task_word}s ({join_names(tasks)}).",
+            "home_care": f"{words['company'].capitalize()} is sharing out {len(tasks)} {task_word}s "
+                         f"({join_names(tasks)}) among its {agent_word}s {join_names(agents)}.",
         }[scenario.key]
         if "max_tasks" in data:
             rule = (f"Every {task_word} needs exactly one {agent_word}, and each {agent_word} can take up to "

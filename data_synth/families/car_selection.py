@@ -56,6 +56,37 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, events, participant and vehicle names (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("safari", "wildlife tourism", {
+        "company": "a safari lodge", "event": "tomorrow's dawn game drive",
+        "participants": ["Abena", "Bjorn", "Catalina", "Dario", "Eshe", "Florian", "Gaia", "Haruto", "Imani",
+                         "Jasper", "Keanu", "Liesel", "Mirela", "Nikhil", "Odile", "Paolo", "Roza", "Soren"],
+        "cars": ["Kudu", "Eland", "Impala", "Oryx", "Sable", "Nyala", "Duiker", "Gemsbok", "Steenbok", "Bushbuck",
+                 "Waterbuck", "Reedbuck", "Klipspringer"],
+        "person": "guest", "vehicle": "safari truck",
+    }),
+    Scenario("film_shoot", "film production", {
+        "company": "a film studio", "event": "the location shoot",
+        "participants": ["Adaeze", "Bastien", "Coralie", "Dagny", "Emeric", "Fenna", "Gideon", "Henrike",
+                         "Ignacio", "Jovana", "Kasimir", "Ludmila", "Marius", "Nadia", "Orrin", "Perla", "Radek",
+                         "Selma"],
+        "cars": ["Shuttle Alpha", "Shuttle Bravo", "Shuttle Charlie", "Shuttle Delta", "Shuttle Echo",
+                 "Shuttle Foxtrot", "Shuttle Golf", "Shuttle Hotel", "Shuttle India", "Shuttle Juliet",
+                 "Shuttle Kilo", "Shuttle Lima", "Shuttle Mike"],
+        "person": "crew member", "vehicle": "unit shuttle",
+    }),
+    Scenario("wine_tour", "wine tourism", {
+        "company": "a wine-tour operator", "event": "Saturday's vineyard tour",
+        "participants": ["Arlo", "Brigid", "Cosimo", "Delphine", "Eero", "Fleur", "Gwyn", "Hollis", "Isadora",
+                         "Jarek", "Kalani", "Lorcan", "Marisol", "Niamh", "Osric", "Petra", "Rhys", "Solveig"],
+        "cars": ["Cart Merlot", "Cart Syrah", "Cart Malbec", "Cart Riesling", "Cart Gamay",
+                 "Cart Tempranillo", "Cart Grenache", "Cart Viognier", "Cart Nebbiolo", "Cart Sangiovese",
+                 "Cart Carmenere", "Cart Semillon", "Cart Zinfandel"],
+        "person": "visitor", "vehicle": "tour cart",
+    }),
+)
+
 
 class CarSelection(ProblemFamily):
     name = "car_selection"
@@ -63,6 +94,7 @@ class CarSelection(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"assign": "binary"}
     industrial = True  # a bipartite matching: its LP relaxation is integral, so large instances solve fast
     phrasings = (
@@ -74,6 +106,54 @@ class CarSelection(ProblemFamily):
                  ("Only cars from a participant's own list may be used for them.",)),
         Phrasing(r"\bEach participant gets one car or none\.", ("Each participant gets one car or none.",),
                  ("No participant takes more than a single car.",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bSeats per car:", ("Seats per car:",), ("Seat count of every car:",)),
+        Phrasing(r"\bEach car takes one participant\.", ("Each car takes one participant.",),
+                 ("A car carries a single participant.",)),
+        Phrasing(r"\bThese participants must be placed:", ("These participants must be placed:",),
+                 ("The following participants have to get a car:",)),
+        # stops before "at most", which the generic rules word two ways in training
+        Phrasing(r"\bEach car takes\b(?= at most its number of seats)", ("Each car takes",), ("A car holds",)),
+        Phrasing(r"(?<=at most )its number of seats\.", ("its number of seats.",), ("its seat count.",)),
+        Phrasing(r"\bThe priority participants must be placed\.", ("The priority participants must be placed.",),
+                 ("Every priority participant has to get a car.",)),
+        # stops before "what is that", which the generic rules word two ways in training
+        Phrasing(r"\bshould go in which car to\b", ("should go in which car to",),
+                 ("is to ride in which car so as to",)),
+        Phrasing(r"\bmaximize the total preference score of the placements\b",
+                 ("maximize the total preference score of the placements",),
+                 ("make the summed preference score of the placements as large as possible",)),
+        Phrasing(r"\bplace as many participants as possible\b", ("place as many participants as possible",),
+                 ("seat the largest possible number of participants",)),
+        Phrasing(r"(?<=what is that )optimal value\?", ("optimal value?",), ("optimum?",)),
+        Phrasing(r"\bThe participants\b(?= named the cars)", ("The participants",), ("Every participant has",)),
+        Phrasing(r"\bnamed the cars they are willing to take \(", ("named the cars they are willing to take (",),
+                 ("listed the cars acceptable to them (",)),
+        Phrasing(r"\bwith a preference score for each\)", ("with a preference score for each)",),
+                 ("each given a preference score)",)),
+        Phrasing(r"\bpreference scores; - marks a car not accepted\b",
+                 ("preference scores; - marks a car not accepted",),
+                 ("cells give preference scores, - means not acceptable",)),
+        Phrasing(r"\byes marks an accepted car\b", ("yes marks an accepted car",),
+                 ("yes means the car is acceptable",)),
+        Phrasing(r"\(score\b(?= \d)", ("(score",), ("(preference",)),
+        Phrasing(r"\blist of participant names\b", ("list of participant names",), ("names of the participants",)),
+        Phrasing(r"\blist of car names\b", ("list of car names",), ("names of the cars",)),
+        Phrasing(r"(?<=\]: )list of the cars the participant accepts\b",
+                 ("list of the cars the participant accepts",), ("cars acceptable to that participant",)),
+        Phrasing(r"(?<=\]: )preference score of each accepted car \(only when the assignment maximizes preference "
+                 r"scores\)",
+                 ("preference score of each accepted car (only when the assignment maximizes preference scores)",),
+                 ("degree to which the participant likes an acceptable car (present only if the preference scores are "
+                  "maximized)",)),
+        Phrasing(r"\bnumber of participants each car takes\b", ("number of participants each car takes",),
+                 ("seat count of a car",)),
+        Phrasing(r"\(only when cars have several seats; otherwise one\)",
+                 ("(only when cars have several seats; otherwise one)",),
+                 ("(present only if cars have more than one seat; one otherwise)",)),
+        Phrasing(r"\bparticipants who must be placed \(only when some are\)",
+                 ("participants who must be placed (only when some are)",),
+                 ("participants that have to get a car (present only if there are any)",)),
     )
     data_fields = {
         "participants": "list of participant names",
@@ -216,6 +296,13 @@ model.car = pyo.Constraint(
                           f"in {len(cars)} {vehicle}s ({join_names(cars)}).",
             "carpool": f"{words['company'].capitalize()} is placing {len(participants)} {person}s in "
                        f"{len(cars)} {vehicle}s for {words['event']}.",
+            # the eval scenarios' own openings
+            "safari": f"{words['company'].capitalize()} is sharing {len(participants)} {person}s among "
+                      f"{len(cars)} {vehicle}s for {words['event']}.",
+            "film_shoot": f"For {words['event']}, {words['company']} has to fit {len(participants)} {person}s into "
+                          f"{len(cars)} {vehicle}s ({join_names(cars)}).",
+            "wine_tour": f"{words['company'].capitalize()} is matching {len(participants)} {person}s with "
+                         f"{len(cars)} {vehicle}s for {words['event']}.",
         }[scenario.key]
         rules = ["Each participant gets one car or none. Nobody is placed in a car they did not name."]
         if "seats" in data:

@@ -52,6 +52,36 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, facility and customer names, units and currencies (held out
+# from training)
+EVAL_SCENARIOS = (
+    Scenario("hospital_linen", "healthcare laundry", {
+        "facility": "laundry plant", "facility_names": ["Ashby", "Bramley", "Colwick", "Denholme", "Eskdale",
+                                                        "Fenwick", "Grantham"],
+        "customer": "hospital", "customer_prefix": "Hospital ", "unit": "linen carts", "one_unit": "linen cart",
+        "period": "day", "money": "pounds",
+        "intro": "A healthcare linen service is deciding which of its laundry plants to keep running for the "
+                 "region's hospitals.",
+    }),
+    Scenario("water", "drinking water supply", {
+        "facility": "pumping station", "facility_names": ["Kestrel Ridge", "Otter Creek", "Heron Lake",
+                                                          "Badger Hill", "Falcon Rise", "Marten Vale",
+                                                          "Plover Point"],
+        "customer": "town", "customer_prefix": "Town ", "unit": "megalitres", "one_unit": "megalitre",
+        "period": "day", "money": "dollars",
+        "intro": "A regional water authority is deciding which pumping stations to commission for the towns "
+                 "it serves.",
+    }),
+    Scenario("printing", "book printing and distribution", {
+        "facility": "print shop", "facility_names": ["Lindenau", "Plagwitz", "Gohlis", "Connewitz", "Reudnitz",
+                                                     "Lausen", "Schleussig"],
+        "customer": "bookstore", "customer_prefix": "Store ", "unit": "cartons", "one_unit": "carton",
+        "period": "week", "money": "euros",
+        "intro": "A book distributor is weighing which regional print shops to put under contract for its "
+                 "stores.",
+    }),
+)
+
 
 class FacilityLocationCapacitated(ProblemFamily):
     name = "facility_location_capacitated"
@@ -59,6 +89,7 @@ class FacilityLocationCapacitated(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"open": "binary", "ship": "nonnegative"}
     # the family's own sentences of the optional rules, in other words for each split (data_synth.statements)
     phrasings = (
@@ -70,6 +101,53 @@ class FacilityLocationCapacitated(ProblemFamily):
                  ("that operates must supply at least its minimum throughput",
                   "that is operated has to deliver at least its minimum throughput"),
                  ("kept running is obliged to deliver no less than its minimum volume",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bThe candidates are\b", ("The candidates are",), ("The locations on the shortlist are",)),
+        Phrasing(r"\bmay be supplied from several\b", ("may be supplied from several",),
+                 ("can draw its supply from more than one of the",)),
+        Phrasing(r"\bthat is not operated supplies nothing\.", ("that is not operated supplies nothing.",),
+                 ("left closed delivers nothing.",)),
+        Phrasing(r"\bshould operate, and\b", ("should operate, and",), ("are to be kept open, and",)),
+        Phrasing(r"\bshould supply each\b", ("should supply each",), ("is to serve every",)),
+        Phrasing(r"\bshould each send to each\b", ("should each send to each",),
+                 ("ought each open one to ship to every",)),
+        Phrasing(r"\bto minimize the total cost \(fixed costs plus shipping costs\) per\b",
+                 ("to minimize the total cost (fixed costs plus shipping costs) per",),
+                 ("at the least combined cost (fixed charges and transport) for each",)),
+        Phrasing(r"\bWhat is the minimum total cost in\b", ("What is the minimum total cost in",),
+                 ("How low can the total cost go, in",)),
+        Phrasing(r"\bhas a fixed cost of\b", ("has a fixed cost of",), ("carries a fixed charge of",)),
+        # stops before "at most", which the generic rules word two ways in training
+        Phrasing(r"\band can supply\b(?= at most)", ("and can supply",), ("and can deliver",)),
+        Phrasing(r"\bshipping costs per\b", ("shipping costs per",), ("transport costs for each",)),
+        Phrasing(r"\bDemand per\b", ("Demand per",), ("Requirements for each",)),
+        Phrasing(r"\bfixed cost\b(?= \()", ("fixed cost",), ("fixed charge",)),
+        Phrasing(r"\bcapacity\b(?= \()", ("capacity",), ("max supply",)),
+        Phrasing(r"\bThe shipping costs are in\b", ("The shipping costs are in",), ("Transport prices are quoted in",)),
+        Phrasing(r"\blist of candidate facility names\b", ("list of candidate facility names",),
+                 ("names of the facilities that could be opened",)),
+        Phrasing(r"\blist of customer names\b", ("list of customer names",), ("names of the customers",)),
+        Phrasing(r"\bcost of operating each facility for the period\b",
+                 ("cost of operating each facility for the period",),
+                 ("fixed charge for running a facility over the period",)),
+        Phrasing(r"\bmost units each facility can supply in the period\b",
+                 ("most units each facility can supply in the period",),
+                 ("largest quantity a facility can deliver in the period",)),
+        # stops before "needs", which the generic rules word two ways in training
+        Phrasing(r"\bunits each customer\b(?= needs in the period)", ("units each customer",),
+                 ("quantity that a customer",)),
+        Phrasing(r"(?<=\]: )cost per unit shipped from the facility to the customer\b",
+                 ("cost per unit shipped from the facility to the customer",),
+                 ("transport cost of one unit from that facility to that customer",)),
+        Phrasing(r"\btrue: each customer is supplied entirely by one facility\b",
+                 ("true: each customer is supplied entirely by one facility",),
+                 ("flag, true when every customer takes all of its supply from one facility",)),
+        Phrasing(r"\bmost facilities that may operate\b", ("most facilities that may operate",),
+                 ("cap on how many facilities can be open",)),
+        Phrasing(r"\bfewest units each facility must supply if it operates\b",
+                 ("fewest units each facility must supply if it operates",),
+                 ("smallest quantity a facility has to deliver once it is open",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     data_fields = {
         "facilities": "list of candidate facility names",

@@ -41,6 +41,27 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own farms, crops, livestock, seasons and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("pig_arable", "arable and pig farming", {
+        "farm": "a lowland arable and pig holding",
+        "crops": ["rapeseed", "triticale", "field peas", "spelt", "lupins"],
+        "animals": ["breeding sows", "finishing pigs", "boars"],
+        "seasons": ["sowing", "early summer", "harvesting", "midwinter"], "money": "euros",
+    }),
+    Scenario("goat_dairy", "alpine goat dairying", {
+        "farm": "an alpine goat dairy", "crops": ["lucerne", "fodder beet", "millet", "buckwheat", "vetch"],
+        "animals": ["milking goats", "goat kids", "breeding bucks"],
+        "seasons": ["kidding", "haymaking", "summer pasture", "stabling"], "money": "Swiss francs",
+    }),
+    Scenario("rice_duck", "integrated rice and duck farming", {
+        "farm": "a rice and duck farm",
+        "crops": ["paddy rice", "taro", "water spinach", "mung beans", "sesame"],
+        "animals": ["laying ducks", "water buffalo", "geese"],
+        "seasons": ["transplanting", "monsoon", "threshing", "fallow"], "money": "baht",
+    }),
+)
+
 
 class FarmPlanning(ProblemFamily):
     name = "farm_planning"
@@ -48,6 +69,7 @@ class FarmPlanning(ProblemFamily):
     problem_type = "LP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"plant": "nonnegative", "herd": "nonnegative", "sell": "nonnegative"}
     phrasings = (
         Phrasing(r"\bis planning the coming year on\b", ("is planning the coming year on",),
@@ -57,6 +79,74 @@ class FarmPlanning(ProblemFamily):
                  ("The harvest goes to market or into the animals' rations.",)),
         Phrasing(r"\bLabour available per season:", ("Labour available per season:",),
                  ("Family and staff hours in each season:",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bhectares, choosing between the crops\b", ("hectares, choosing between the crops",),
+                 ("hectares, weighing up the crops",)),
+        Phrasing(r"\band the livestock\b", ("and the livestock",), ("against the animals",)),
+        Phrasing(r"\bLand not used for crops can graze animals\.", ("Land not used for crops can graze animals.",),
+                 ("Whatever land is left unplanted serves as pasture.",)),
+        Phrasing(r"\bExtra labour can be hired in any season at\b", ("Extra labour can be hired in any season at",),
+                 ("Additional workers may be taken on in every season for",)),
+        Phrasing(r"\bFeed can also be bought, per tonne:", ("Feed can also be bought, per tonne:",),
+                 ("Feed may be purchased too, at these prices a tonne:",)),
+        Phrasing(r"\bAnimals are kept whole\.", ("Animals are kept whole.",),
+                 ("Only whole animals can be kept.",)),
+        Phrasing(r"\bHow many hectares of each crop should be grown, how many animals kept and how much sold, to "
+                 r"maximize the farm's profit, and\b",
+                 ("How many hectares of each crop should be grown, how many animals kept and how much sold, to "
+                  "maximize the farm's profit, and",),
+                 ("Which area of every crop, which herd and which sales give the farm its greatest possible "
+                  "profit, and",)),
+        Phrasing(r"\bHectares and tonnes may be fractional\.", ("Hectares and tonnes may be fractional.",),
+                 ("Areas and tonnages need not be whole numbers.",)),
+        Phrasing(r"\bAll quantities may be fractional\.", ("All quantities may be fractional.",),
+                 ("Fractional values are fine for every quantity.",)),
+        Phrasing(r"\byields\b(?= \d)", ("yields",), ("gives",)),
+        Phrasing(r"(?<=\d )tonnes per hectare, sells at\b", ("tonnes per hectare, sells at",),
+                 ("tonnes a hectare, fetches",)),
+        Phrasing(r"\bper tonne, costs\b", ("per tonne, costs",), ("a tonne, takes",)),
+        Phrasing(r"\bper hectare to grow and\b", ("per hectare to grow and",), ("a hectare to grow, and",)),
+        Phrasing(r"(?<=\d )hours per hectare in\b", ("hours per hectare in",), ("hours a hectare over",)),
+        Phrasing(r"\bEach of the\b", ("Each of the",), ("Every one of the",)),
+        Phrasing(r"\bhectares of grazing, earns\b", ("hectares of grazing, earns",),
+                 ("hectares of pasture, brings in",)),
+        Phrasing(r"\bbefore feed, eats\b", ("before feed, eats",), ("excluding feed, consumes",)),
+        Phrasing(r"(?<=\d )hours in\b", ("hours in",), ("hours of work over",)),
+        Phrasing(r"(?<=\| )crop(?= \|)", ("crop",), ("crop grown",)),
+        Phrasing(r"(?<=\| )animal(?= \|)", ("animal",), ("livestock",)),
+        Phrasing(r"\byield \(t/ha\)", ("yield (t/ha)",), ("harvest (t/ha)",)),
+        Phrasing(r"\bprice\b(?= \([^)]*/t\))", ("price",), ("sale price",)),
+        Phrasing(r"\bcost\b(?= \([^)]*/ha\))", ("cost",), ("growing cost",)),
+        Phrasing(r"\bhours/ha\b", ("hours/ha",), ("labour h/ha",)),
+        Phrasing(r"\bgrazing \(ha\)", ("grazing (ha)",), ("pasture (ha)",)),
+        Phrasing(r"\bprofit\b(?= \()", ("profit",), ("margin",)),
+        Phrasing(r"\beaten \(t\)", ("eaten (t)",), ("in ration (t)",)),
+        Phrasing(r"\bhours(?= \|)", ("hours",), ("labour h",)),
+        Phrasing(r"\blist of crop names\b", ("list of crop names",), ("names of the crops",)),
+        Phrasing(r"\blist of livestock types\b", ("list of livestock types",), ("names of the kinds of animal",)),
+        Phrasing(r"\blist of labour seasons\b", ("list of labour seasons",), ("names of the working seasons",)),
+        Phrasing(r"\bhectares of land in all\b", ("hectares of land in all",), ("farm area in hectares",)),
+        Phrasing(r"\btonnes harvested per hectare\b", ("tonnes harvested per hectare",),
+                 ("harvest in tonnes from one hectare",)),
+        Phrasing(r"\bsale price per tonne\b", ("sale price per tonne",), ("selling price of one tonne",)),
+        Phrasing(r"\bgrowing cost per hectare\b", ("growing cost per hectare",), ("cost to grow one hectare",)),
+        Phrasing(r"\bhectares of grazing each animal\b(?= needs\b)", ("hectares of grazing each animal",),
+                 ("pasture area in hectares that one animal",)),
+        Phrasing(r"\bprofit per animal kept \(before feed\)", ("profit per animal kept (before feed)",),
+                 ("margin earned by one animal kept, feed excluded",)),
+        Phrasing(r"(?<=\]: )tonnes of the crop each animal eats\b", ("tonnes of the crop each animal eats",),
+                 ("tonnes of that crop consumed by one animal",)),
+        Phrasing(r"(?<=\]: )hours per hectare\b", ("hours per hectare",), ("working hours for one hectare",)),
+        Phrasing(r"(?<=\]: )hours per animal\b", ("hours per animal",), ("working hours for one animal",)),
+        Phrasing(r"\bhours of labour available in each season\b", ("hours of labour available in each season",),
+                 ("working hours on hand in every season",)),
+        Phrasing(r"\bcost per hour of hired labour, any season\b", ("cost per hour of hired labour, any season",),
+                 ("price of one hired hour of labour, whatever the season",)),
+        Phrasing(r"\bprice per tonne of bought feed\b", ("price per tonne of bought feed",),
+                 ("cost of one tonne of purchased feed",)),
+        Phrasing(r"\btrue: the herd is whole animals\b", ("true: the herd is whole animals",),
+                 ("flag, true when the herd is counted in whole animals",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     data_fields = {
         "crops": "list of crop names",

@@ -55,6 +55,42 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, node and commodity names, units and currencies (held out from
+# training)
+EVAL_SCENARIOS = (
+    Scenario("fuel_pipeline", "fuel pipelines", {
+        "company": "a fuel pipeline operator",
+        "origins": ["Refinery Coastline", "Refinery Bayside", "Refinery Marsh", "Refinery Delta", "Refinery Cape",
+                    "Refinery Inlet"],
+        "hubs": ["Tank Farm A", "Tank Farm B", "Tank Farm C", "Tank Farm D"],
+        "destinations": ["Terminal Oakdale", "Terminal Pinecrest", "Terminal Redhill", "Terminal Stonebridge",
+                         "Terminal Westbury", "Terminal Ashford"],
+        "commodities": ["diesel", "jet fuel", "petrol", "kerosene", "heating oil", "biodiesel", "naphtha",
+                        "marine gasoil"],
+        "unit": "barrel", "money": "euros",
+    }),
+    Scenario("air_cargo", "air cargo", {
+        "company": "an air cargo airline",
+        "origins": ["Shenzhen", "Penang", "Nairobi", "Bogota", "Quito", "Hanoi"],
+        "hubs": ["Gateway Leipzig", "Gateway Liege", "Gateway Doha", "Gateway Anchorage"],
+        "destinations": ["Chicago", "Madrid", "Lagos", "Sydney", "Toronto", "Santiago"],
+        "commodities": ["cut flowers", "electronics", "pharmaceuticals", "seafood", "spare parts",
+                        "online orders", "live animals", "airmail"],
+        "unit": "ULD", "money": "dollars",
+    }),
+    Scenario("blood_supply", "blood services", {
+        "company": "a national blood service",
+        "origins": ["Donor Unit Avon", "Donor Unit Brent", "Donor Unit Calder", "Donor Unit Dove", "Donor Unit Eden",
+                    "Donor Unit Frome"],
+        "hubs": ["Processing Lab North", "Processing Lab South", "Processing Lab West", "Processing Lab East"],
+        "destinations": ["Royal Infirmary", "General Hospital", "Children's Hospital", "Cancer Institute",
+                         "Trauma Unit", "Maternity Wing"],
+        "commodities": ["red cells O-", "red cells A+", "platelets", "plasma", "cryoprecipitate", "red cells B+",
+                        "red cells AB+", "whole blood"],
+        "unit": "crate", "money": "pounds",
+    }),
+)
+
 
 class MultiCommodityFlow(ProblemFamily):
     name = "multi_commodity_flow"
@@ -62,6 +98,7 @@ class MultiCommodityFlow(ProblemFamily):
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"flow": "nonnegative"}
     industrial = True
     phrasings = (
@@ -73,6 +110,64 @@ class MultiCommodityFlow(ProblemFamily):
                  ("Links, with their capacity and unit cost:",)),
         Phrasing(r"\bCommodities to move:", ("Commodities to move:", "Shipments to route:"),
                  ("Flows required:",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bover its network of\b", ("over its network of",), ("across a network made up of",)),
+        Phrasing(r"\bAll commodities share the capacity of each arc; arcs are one-way\.",
+                 ("All commodities share the capacity of each arc; arcs are one-way.",),
+                 ("Every arc is one-directional, and its capacity is shared by all commodities on it.",)),
+        Phrasing(r"\bDemand may be left unmet at a penalty per\b", ("Demand may be left unmet at a penalty per",),
+                 ("Any shortfall in demand is permitted, with a penalty for each",)),
+        Phrasing(r"\bEach hub handles a limited number of\b", ("Each hub handles a limited number of",),
+                 ("Inbound volume at every hub is capped at a set number of",)),
+        Phrasing(r"\bcoming in, over all commodities:", ("coming in, over all commodities:",),
+                 ("summed over commodities:",)),
+        Phrasing(r"\bFlows are whole\b", ("Flows are whole",), ("Every flow is a whole number of",)),
+        Phrasing(r"\bHow much of each commodity should use each arc\b",
+                 ("How much of each commodity should use each arc",),
+                 ("What quantity of every commodity ought to travel on every arc",)),
+        # these two stop before "what is that", which the generic rules word two ways in training
+        Phrasing(r"\bto meet the demands at the least total cost, and\b",
+                 ("to meet the demands at the least total cost, and",),
+                 ("so that all demands are met as cheaply as possible, and",)),
+        Phrasing(r"\bat the least total cost of transport and unmet demand, and\b",
+                 ("at the least total cost of transport and unmet demand, and",),
+                 ("so that transport plus shortfall penalties cost as little as possible, and",)),
+        Phrasing(r"\bFlows may be fractional\.", ("Flows may be fractional.",), ("Fractional flows are acceptable.",)),
+        Phrasing(r"\bcarries up to\b", ("carries up to",), ("takes as many as",)),
+        Phrasing(r"\beach\b(?=[;.])", ("each",), ("apiece",)),
+        Phrasing(r"(?<=\| )from(?= \|)", ("from",), ("start",)),
+        Phrasing(r"(?<=\| )to(?= \|)", ("to",), ("end",)),
+        Phrasing(r"\bcapacity\b(?= \()", ("capacity",), ("max flow",)),
+        Phrasing(r"(?<=\| )cost(?= \()", ("cost",), ("unit cost",)),
+        Phrasing(r"\bDemand may go unmet at its penalty\.", ("Demand may go unmet at its penalty.",),
+                 ("Shortfalls are permitted at their penalty.",)),
+        Phrasing(r"\bHubs have handling limits on what comes in\.", ("Hubs have handling limits on what comes in.",),
+                 ("Inbound volume at the hubs is capped.",)),
+        Phrasing(r"\blist of node names\b", ("list of node names",), ("names of the network points",)),
+        Phrasing(r"\blist of \[from, to\] node pairs\b", ("list of [from, to] node pairs",),
+                 ("[from, to] pairs of network points, one per arc",)),
+        Phrasing(r"\bcapacity of each arc, in the order of\b", ("capacity of each arc, in the order of",),
+                 ("arc capacities, listed in the same order as",)),
+        Phrasing(r"\btransport cost per unit on each arc, in the order of\b",
+                 ("transport cost per unit on each arc, in the order of",),
+                 ("unit transport cost of every arc, listed in the same order as",)),
+        Phrasing(r"\blist of commodity names\b", ("list of commodity names",), ("names of the commodities",)),
+        Phrasing(r"\borigin node of each commodity\b", ("origin node of each commodity",),
+                 ("point where a commodity starts",)),
+        Phrasing(r"\bdestination node of each commodity\b", ("destination node of each commodity",),
+                 ("point a commodity has to reach",)),
+        Phrasing(r"\bunits of each commodity to move\b", ("units of each commodity to move",),
+                 ("quantity of a commodity to be moved",)),
+        Phrasing(r"\bcost per unit of demand left unmet\b", ("cost per unit of demand left unmet",),
+                 ("penalty for one unit of demand not delivered",)),
+        Phrasing(r"\(only when demand may go unmet\)", ("(only when demand may go unmet)",),
+                 ("(present only if shortfalls are permitted)",)),
+        Phrasing(r"\bmost units all commodities together may pass into each hub\b",
+                 ("most units all commodities together may pass into each hub",),
+                 ("cap on the inbound units at a hub, summed over commodities",)),
+        Phrasing(r"\btrue: flows are whole units\b", ("true: flows are whole units",),
+                 ("flag, true when every flow has to be a whole number",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     data_fields = {
         "nodes": "list of node names",

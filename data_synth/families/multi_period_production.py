@@ -25,6 +25,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("toys", "toy manufacturing", {
@@ -48,6 +49,28 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, products, units, periods and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("bicycles", "bicycle manufacturing", {
+        "company": "a bicycle works", "products": ["gravel bikes", "cargo bikes", "folding bikes"],
+        "unit": "frames", "period": "fortnight",
+        "period_names": [f"fortnight {k}" for k in range(1, 9)],
+        "money": "Danish kroner", "season": "the spring cycling season",
+    }),
+    Scenario("fertilizer", "fertilizer blending", {
+        "company": "a fertilizer blending plant", "products": ["granular urea", "compound blend", "potash blend"],
+        "unit": "tonnes", "period": "month",
+        "period_names": ["Oct", "Nov", "Dec", "Jan", "Feb", "Mar", "Apr", "May"],
+        "money": "rand", "season": "the spring planting",
+    }),
+    Scenario("vaccines", "vaccine fill-finish", {
+        "company": "a vaccine filling site", "products": ["flu vials", "booster vials", "travel vaccine vials"],
+        "unit": "trays", "period": "week",
+        "period_names": [f"W{k}" for k in range(35, 43)],
+        "money": "pounds", "season": "the winter flu season",
+    }),
+)
+
 
 def objective_line(terms: list[str]) -> str:
     """The Pyomo objective over the cost terms the model code has defined."""
@@ -60,6 +83,7 @@ class MultiPeriodProduction(ProblemFamily):
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"regular": "nonnegative", "overtime": "nonnegative", "stock": "nonnegative"}
     data_fields = {
         "products": "list of product names",
@@ -80,6 +104,105 @@ class MultiPeriodProduction(ProblemFamily):
         "final_stock": "units of each product that must be in stock at the end of the last period, keyed by "
                        "product (only when such a stock is required)",
     }
+    # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+    phrasings = (
+        Phrasing(r"\bis planning production of\b", ("is planning production of",), ("sets out how it will make",)),
+        Phrasing(r"\bDemand must be met in every\b", ("Demand must be met in every",),
+                 ("Orders have to be filled in each",)),
+        Phrasing(r"\bgoods can be made in regular time or in overtime \(which costs a premium of\b",
+                 ("goods can be made in regular time or in overtime (which costs a premium of",),
+                 ("output comes from regular shifts or from overtime (charged at a premium of",)),
+        # stops before "at most", which the generic rules word two ways in training
+        Phrasing(r"\bper labour hour on top of material\), and goods made early can be stored, but\b",
+                 ("per labour hour on top of material), and goods made early can be stored, but",),
+                 ("for each labour hour over and above material), and items built ahead of need may be kept "
+                  "in store, though",)),
+        Phrasing(r"\bin total fit in the warehouse at the end of a\b",
+                 ("in total fit in the warehouse at the end of a",), ("overall fit into the store at the close of any",)),
+        Phrasing(r"(?<=\d )regular labour hours and up to\b", ("regular labour hours and up to",),
+                 ("hours of regular labour and as many as",)),
+        Phrasing(r"(?<=\d )regular hours and\b", ("regular hours and",), ("hours of regular time plus",)),
+        Phrasing(r"(?<=\d )overtime hours\.", ("overtime hours.",), ("hours of overtime.",)),
+        Phrasing(r"\bDemand may be delivered late, in a later\b", ("Demand may be delivered late, in a later",),
+                 ("Orders can also be filled late, in a subsequent",)),
+        Phrasing(r"\bof delay, but every order must be delivered by the end of\b",
+                 ("of delay, but every order must be delivered by the end of",),
+                 ("of lateness, yet all orders have to be filled by the close of",)),
+        Phrasing(r"\bMaking a product at all in a\b", ("Making a product at all in a",),
+                 ("Producing an item at all in a",)),
+        Phrasing(r"\brequires a setup, which costs a fixed amount every\b",
+                 ("requires a setup, which costs a fixed amount every",),
+                 ("calls for a changeover, charged as a flat sum in each",)),
+        Phrasing(r"\bthe product is made\.", ("the product is made.",), ("in which it is produced.",)),
+        Phrasing(r"\ba stock must remain:", ("a stock must remain:",), ("some stock has to be left over:",)),
+        Phrasing(r"\bLate delivery costs, per\b", ("Late delivery costs, per",), ("Lateness penalties, for each",)),
+        Phrasing(r"\bof delay:", ("of delay:",), ("of lateness:",)),
+        Phrasing(r"\bSetup costs:", ("Setup costs:",), ("Changeover charges:",)),
+        Phrasing(r"\bof each product should be made in regular time and in overtime in each\b",
+                 ("of each product should be made in regular time and in overtime in each",),
+                 ("of every product are to be built on regular time and on overtime in each",)),
+        Phrasing(r"\bto meet demand at minimum total cost\b", ("to meet demand at minimum total cost",),
+                 ("so that orders are covered as cheaply as possible",)),
+        Phrasing(r"\(material, overtime premium\b", ("(material, overtime premium",),
+                 ("(counting material, overtime premium",)),
+        Phrasing(r"\bWhat is the minimum total cost in\b", ("What is the minimum total cost in",),
+                 ("How low can the total cost go, in",)),
+        # stops before "are allowed", which the generic rules word two ways in training
+        Phrasing(r"\bFractional quantities\b(?= are allowed)", ("Fractional quantities",),
+                 ("Non-integer amounts",)),
+        Phrasing(r"(?<=: )demand of\b", ("demand of",), ("orders of",)),
+        Phrasing(r"(?<=\d )labour hours and\b", ("labour hours and",), ("hours of labour and",)),
+        Phrasing(r"\bof material per unit; storage costs\b", ("of material per unit; storage costs",),
+                 ("of material for every unit; holding stock costs",)),
+        Phrasing(r"\bper unit per\b", ("per unit per",), ("a unit each",)),
+        Phrasing(r"\bin stock at the start\.", ("in stock at the start.",), ("on hand at the outset.",)),
+        Phrasing(r"\bdemand\b(?= \()", ("demand",), ("orders",)),
+        Phrasing(r"(?<=\| )product(?= \|)", ("product",), ("item",)),
+        Phrasing(r"(?<=\| )labour hours per unit(?= \|)", ("labour hours per unit",), ("labour h/unit",)),
+        Phrasing(r"\bmaterial cost\b(?= \()", ("material cost",), ("materials",)),
+        Phrasing(r"\bholding cost\b(?= \()", ("holding cost",), ("storage charge",)),
+        Phrasing(r"(?<=\| )initial stock(?= \|)", ("initial stock",), ("opening stock",)),
+        Phrasing(r"(?<=\| )hours(?= \|)", ("hours",), ("labour time",)),
+        Phrasing(r"(?<=\| )regular(?= \|)", ("regular",), ("regular time",)),
+        Phrasing(r"(?<=\| )overtime(?= \|)", ("overtime",), ("overtime allowed",)),
+        Phrasing(r"\blist of product names\b", ("list of product names",), ("names of the products",)),
+        Phrasing(r"\blist of period names, in time order\b", ("list of period names, in time order",),
+                 ("names of the periods, earliest first",)),
+        Phrasing(r"(?<=\]: )units to deliver in the period\b", ("units to deliver in the period",),
+                 ("quantity due in that period",)),
+        Phrasing(r"\bunits of each product in stock before the first period\b",
+                 ("units of each product in stock before the first period",),
+                 ("opening stock of every product",)),
+        Phrasing(r"\blabour hours per unit of each product\b", ("labour hours per unit of each product",),
+                 ("labour time one unit of a product takes, in hours",)),
+        Phrasing(r"\bmaterial cost per unit of each product\b", ("material cost per unit of each product",),
+                 ("materials spend for one unit of a product",)),
+        Phrasing(r"\bcost of storing one unit of each product from one period to the next\b",
+                 ("cost of storing one unit of each product from one period to the next",),
+                 ("expense of carrying one unit of a product over into the following period",)),
+        Phrasing(r"\bregular-time labour hours available in each period\b",
+                 ("regular-time labour hours available in each period",),
+                 ("hours of regular-time labour on hand in every period",)),
+        Phrasing(r"\bovertime labour hours available in each period\b",
+                 ("overtime labour hours available in each period",),
+                 ("hours of overtime labour on hand in every period",)),
+        Phrasing(r"\bextra cost per overtime labour hour\b", ("extra cost per overtime labour hour",),
+                 ("premium paid on top for one hour of overtime labour",)),
+        Phrasing(r"\bmost units \(all products together\) that can be held in stock at the end of a period\b",
+                 ("most units (all products together) that can be held in stock at the end of a period",),
+                 ("warehouse limit: the largest number of units, summed over products, that may sit in stock when "
+                  "a period closes",)),
+        Phrasing(r"\bcost per unit of demand delivered one period late\b",
+                 ("cost per unit of demand delivered one period late",),
+                 ("charge for one unit of demand filled a period late",)),
+        Phrasing(r"\bfixed cost of making a product at all in a period\b",
+                 ("fixed cost of making a product at all in a period",),
+                 ("flat charge for producing a product at all in some period",)),
+        Phrasing(r"\bunits of each product that must be in stock at the end of the last period\b",
+                 ("units of each product that must be in stock at the end of the last period",),
+                 ("stock of every product required when the final period closes",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
+    )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _VARIABLES = '''\
 model = pyo.ConcreteModel()

@@ -57,6 +57,40 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries, companies, materials, site names and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("juice", "beverage bottling", {
+        "company": "a juice bottler", "raw": "juice concentrate", "product": "bottled juice", "unit": "kilolitre",
+        "suppliers": ["Citrus Farm Alcira", "Citrus Farm Sagunto", "Citrus Farm Gandia", "Citrus Farm Denia",
+                      "Citrus Farm Xativa"],
+        "plants": ["Bottling Line Ebro", "Bottling Line Tajo", "Bottling Line Duero", "Bottling Line Segura"],
+        "warehouses": ["Hub Zaragoza", "Hub Bilbao", "Hub Sevilla", "Hub Murcia", "Hub Vigo"],
+        "customers": ["Mercado Sol", "SuperPrecio", "Cafe Central", "Hotel Mar", "Bar Luna", "Tienda Rio",
+                      "Cash Norte", "Vending Sur", "Airline Catering"],
+        "money": "euros",
+    }),
+    Scenario("rebar", "steel products", {
+        "company": "a rebar producer", "raw": "steel scrap", "product": "reinforcing bar", "unit": "tonne",
+        "suppliers": ["Scrapyard Anvil", "Scrapyard Forge", "Scrapyard Rivet", "Scrapyard Girder",
+                      "Scrapyard Ingot"],
+        "plants": ["Mini-Mill Kappa", "Mini-Mill Sigma", "Mini-Mill Theta", "Mini-Mill Omega"],
+        "warehouses": ["Stockyard Bay", "Stockyard Ridge", "Stockyard Flats", "Stockyard Pass", "Stockyard Dunes"],
+        "customers": ["Bridgeworks", "TowerBuild", "Civil Partners", "Metro Tunnels", "Dam Builders", "Highway JV",
+                      "Pier Group", "Housing Trust", "Stadium Co"],
+        "money": "dollars",
+    }),
+    Scenario("pellets", "wood-pellet heating", {
+        "company": "a wood-pellet producer", "raw": "sawdust", "product": "heating pellets", "unit": "tonne",
+        "suppliers": ["Sawmill Pine Hollow", "Sawmill Birch Bend", "Sawmill Fir Crest", "Sawmill Ash Ford",
+                      "Sawmill Yew Glen"],
+        "plants": ["Pellet Mill Tarn", "Pellet Mill Fell", "Pellet Mill Beck", "Pellet Mill Ghyll"],
+        "warehouses": ["Silo Kendal", "Silo Penrith", "Silo Keswick", "Silo Ulverston", "Silo Appleby"],
+        "customers": ["School Boilers", "Leisure Centre", "Care Homes", "Hotel Group", "Farm Dryers",
+                      "Council Offices", "Hospital Trust", "Office Park", "Village Heating"],
+        "money": "pounds",
+    }),
+)
+
 
 class SupplyChain(ProblemFamily):
     name = "supply_chain"
@@ -64,6 +98,7 @@ class SupplyChain(ProblemFamily):
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"buy": "nonnegative", "ship": "nonnegative", "deliver": "nonnegative"}
     industrial = True
     phrasings = (
@@ -72,6 +107,69 @@ class SupplyChain(ProblemFamily):
         Phrasing(r"\bSupplier capacities:", ("Supplier capacities:",), ("What each supplier can provide:",)),
         Phrasing(r"\bPlant capacities:", ("Plant capacities:",), ("Most each plant can make:",)),
         Phrasing(r"\bCustomer demands:", ("Customer demands:", "Orders to meet:"), ("What the customers need:",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bthrough the plants\b", ("through the plants",), ("by way of the factories",)),
+        Phrasing(r"\band the warehouses\b", ("and the warehouses",), ("and the distribution points",)),
+        Phrasing(r"\bto the customers\b", ("to the customers",), ("on to the buyers",)),
+        Phrasing(r"\btakes\b(?= \d)", ("takes",), ("is made from",)),
+        Phrasing(r"\bdelivered passes through a warehouse\b", ("delivered passes through a warehouse",),
+                 ("that reaches a customer goes via a warehouse",)),
+        Phrasing(r"\bunless shipped directly\b", ("unless shipped directly",), ("except when sent direct",)),
+        Phrasing(r"\bA warehouse is used only if opened, at a fixed cost:",
+                 ("A warehouse is used only if opened, at a fixed cost:",),
+                 ("A warehouse can be used once opened, for a one-off charge:",)),
+        Phrasing(r"\bA warehouse is used only if opened at its fixed cost\.",
+                 ("A warehouse is used only if opened at its fixed cost.",),
+                 ("A warehouse can be used once opened, which costs its one-off charge.",)),
+        # stop before "at least", which the generic rules word two ways in training
+        Phrasing(r"\bEach plant must make\b(?= at least its minimum run)", ("Each plant must make",),
+                 ("Every plant has to turn out",)),
+        Phrasing(r"(?<=at least )its minimum run\b", ("its minimum run",), ("its lowest permitted output",)),
+        Phrasing(r"\bHow much should flow on every link to meet all demands at the least total cost, and\b",
+                 ("How much should flow on every link to meet all demands at the least total cost, and",),
+                 ("What flow on each link covers all demands as cheaply as possible, and",)),
+        Phrasing(r"\bQuantities may be fractional\.", ("Quantities may be fractional.",),
+                 ("Fractional amounts are acceptable.",)),
+        Phrasing(r"\bmade\b(?=[;.])", ("made",), ("of output",)),
+        Phrasing(r"\bWarehouse capacities:", ("Warehouse capacities:",), ("Throughput limits of the warehouses:",)),
+        Phrasing(r"\bBuying and moving\b", ("Buying and moving",), ("Purchase plus haulage of",)),
+        Phrasing(r"\bDirect plant to customer\b(?= \()", ("Direct plant to customer",),
+                 ("Direct factory deliveries to customers",)),
+        Phrasing(r"\bPlant to warehouse\b(?= \()", ("Plant to warehouse",), ("Factory-to-warehouse haulage",)),
+        Phrasing(r"\bWarehouse to customer\b(?= \()", ("Warehouse to customer",),
+                 ("Final delivery, warehouse to customer",)),
+        Phrasing(r"(?<=\| )from(?= \|)", ("from",), ("source",)),
+        Phrasing(r"\blist of supplier names\b", ("list of supplier names",), ("names of the suppliers",)),
+        Phrasing(r"\blist of plant names\b", ("list of plant names",), ("names of the plants",)),
+        Phrasing(r"\blist of warehouse names\b", ("list of warehouse names",), ("names of the warehouses",)),
+        Phrasing(r"\blist of customer names\b", ("list of customer names",), ("names of the customers",)),
+        Phrasing(r"\braw material each supplier can provide\b", ("raw material each supplier can provide",),
+                 ("largest quantity of raw material a supplier can deliver",)),
+        Phrasing(r"\bunits of raw material per unit of product\b", ("units of raw material per unit of product",),
+                 ("raw material consumed for one unit of product",)),
+        Phrasing(r"\bmost product each plant can make\b", ("most product each plant can make",),
+                 ("largest output a plant can achieve",)),
+        Phrasing(r"\bcost per unit of product made\b", ("cost per unit of product made",),
+                 ("production cost of one unit",)),
+        Phrasing(r"\bmost product each warehouse can pass on\b", ("most product each warehouse can pass on",),
+                 ("largest quantity a warehouse can handle",)),
+        # stops before "needs (at least)", which the generic rules word several ways in training
+        Phrasing(r"\bproduct each customer\b(?= needs)", ("product each customer",),
+                 ("quantity of product that a customer",)),
+        Phrasing(r"(?<=\]: )price plus transport per unit of raw material\b",
+                 ("price plus transport per unit of raw material",),
+                 ("purchase price with haulage for one unit of raw material",)),
+        Phrasing(r"(?<=\]: )cost per unit of product\b", ("cost per unit of product",),
+                 ("transport cost for one unit of product",)),
+        Phrasing(r"\bfixed cost of opening each warehouse\b", ("fixed cost of opening each warehouse",),
+                 ("one-off charge for opening a warehouse",)),
+        Phrasing(r"(?<=\]: )cost per unit shipped directly\b", ("cost per unit shipped directly",),
+                 ("transport cost for one unit sent straight to the customer",)),
+        Phrasing(r"\bleast product each plant must make\b", ("least product each plant must make",),
+                 ("smallest output a plant has to achieve",)),
+        Phrasing(r"\(only when there are minimum runs\)", ("(only when there are minimum runs)",),
+                 ("(present only if plants have a minimum output)",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     data_fields = {
         "suppliers": "list of supplier names", "plants": "list of plant names",
