@@ -40,6 +40,26 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other companies, containers and item names than any training scenario, in the same style
+# (short numbered names, the same kinds of units) for the demo's tiny model
+EVAL_SCENARIOS = (
+    Scenario("van", "parcel delivery", {
+        "company": "a parcel carrier", "container": "its last delivery van of the day",
+        "item_prefix": "Parcel ", "weight_unit": "kg", "value_word": "revenue", "value_unit": "euros",
+        "weight_range": (10, 120), "value_range": (50, 900), "count_word": "parcels",
+    }),
+    Scenario("museum", "touring exhibitions", {
+        "company": "a touring museum", "container": "one packing crate",
+        "item_prefix": "Artifact ", "weight_unit": "kg", "value_word": "visitor score", "value_unit": "points",
+        "weight_range": (3, 40), "value_range": (10, 120), "count_word": "artifacts",
+    }),
+    Scenario("drone", "emergency response", {
+        "company": "a rescue team", "container": "a drone's cargo box",
+        "item_prefix": "Supply ", "weight_unit": "grams", "value_word": "priority", "value_unit": "points",
+        "weight_range": (100, 2000), "value_range": (5, 90), "count_word": "supplies",
+    }),
+)
+
 
 class Knapsack01(ProblemFamily):
     name = "knapsack_01"
@@ -47,6 +67,7 @@ class Knapsack01(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"take": "binary"}
     # the family's fixed sentences, in other words for each split (data_synth.statements)
     phrasings = (
@@ -65,6 +86,25 @@ class Knapsack01(ProblemFamily):
                  ("No item may be taken in part.", "An item is either packed in full or left behind.")),
         Phrasing(r"\bweighs\b", ("weighs",), ("has a weight of",)),
         Phrasing(r"\band is worth\b", ("and is worth", "and is valued at"), ("with a value of", "and brings")),
+        # eval-only plain rewordings of the other fixed sentences (training keeps its text); rules stop before
+        # generic phrases with several training wordings ("may not exceed", "at most", "what is that")
+        Phrasing(r"\bThe total weight (?=may not exceed\b)", ("The total weight ",), ("The combined weight ",)),
+        Phrasing(r"(?<=s) fit\.", (" fit.",), (" can go in.",)),
+        Phrasing(r"\bThese pairs exclude each other \((?=at most\b)", ("These pairs exclude each other (",),
+                 ("These pairs rule each other out (",)),
+        Phrasing(r"\bone of each pair may be chosen\):", ("one of each pair may be chosen):",),
+                 ("one item of a pair can be taken):",)),
+        Phrasing(r"\bmust be included\.", ("must be included.",), ("must be taken.",)),
+        Phrasing(r"\bshould be chosen to maximize the total\b", ("should be chosen to maximize the total",),
+                 ("should be taken to get the highest total",)),
+        Phrasing(r"\bmost total weight that can be taken\b", ("most total weight that can be taken",),
+                 ("largest total weight allowed",)),
+        Phrasing(r"\bmost items that can be taken\b", ("most items that can be taken",),
+                 ("largest number of items allowed",)),
+        Phrasing(r"\bpairs of items that cannot both be taken\b", ("pairs of items that cannot both be taken",),
+                 ("item pairs that cannot be taken together",)),
+        Phrasing(r"\bitems that must be taken \(may be empty\)", ("items that must be taken (may be empty)",),
+                 ("items that have to be taken (the list can be empty)",)),
     )
     data_fields = {
         "items": "list of item names",
@@ -195,6 +235,12 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.ta
                          f"from {len(items)} candidate {words['count_word']}.",
             "expedition": f"{words['company'].capitalize()} must decide what goes into {words['container']} "
                           f"from {len(items)} {words['count_word']}.",
+            "van": f"{words['company'].capitalize()} has room in {words['container']} for some of its "
+                   f"{len(items)} waiting {words['count_word']}.",
+            "museum": f"{words['company'].capitalize()} is picking what to pack into {words['container']} from "
+                      f"{len(items)} {words['count_word']}.",
+            "drone": f"{words['company'].capitalize()} is loading {words['container']} from {len(items)} stored "
+                     f"{words['count_word']}.",
         }[scenario.key]
         limits = f"The total weight may not exceed {fmt(data['capacity'])} {unit}."
         if "max_items" in data:

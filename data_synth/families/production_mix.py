@@ -50,6 +50,32 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other companies, products and resources than any training scenario, in the same style (short
+# product names, the same kinds of units) for the demo's tiny model
+EVAL_SCENARIOS = (
+    Scenario("brewery", "craft brewing", {
+        "company": "a craft brewery",
+        "products": ["pale ale", "lager", "stout", "porter", "wheat beer", "pilsner", "amber ale", "cider"],
+        "resources": [("brewhouse time", "hours"), ("malt", "kg"), ("hops", "kg"), ("cellar space", "tank-days"),
+                      ("bottling time", "hours")],
+        "unit": "keg",
+    }),
+    Scenario("garments", "garment making", {
+        "company": "a clothing factory",
+        "products": ["shirts", "jackets", "trousers", "skirts", "coats", "vests", "scarves", "hoodies"],
+        "resources": [("cutting hours", "hours"), ("sewing hours", "hours"), ("cotton fabric", "yards"),
+                      ("pressing hours", "hours"), ("thread", "spools")],
+        "unit": "bundle",
+    }),
+    Scenario("pottery", "ceramics", {
+        "company": "a ceramics studio",
+        "products": ["mugs", "bowls", "plates", "vases", "teapots", "jugs", "platters", "planters"],
+        "resources": [("kiln time", "hours"), ("clay", "kg"), ("glaze", "kg"), ("throwing time", "minutes"),
+                      ("drying-shelf space", "shelf-slots")],
+        "unit": "crate",
+    }),
+)
+
 
 class ProductionMix(ProblemFamily):
     name = "production_mix"
@@ -76,9 +102,25 @@ class ProductionMix(ProblemFamily):
                  r"demand\.",
                  ("earns a profit and uses some of each limited resource; sales of each product are capped by demand.",),
                  ("yields a profit and draws on the limited resources; market demand caps the sales of each product.",)),
+        # eval-only plain rewordings of the other fixed sentences (training keeps its text); none covers a
+        # generic phrase with several training wordings ("amount of", "keyed by", "at least")
+        Phrasing(r"\bSome products have contracted minimum outputs\.", ("Some products have contracted minimum outputs.",),
+                 ("A few products have a contracted minimum output.",)),
+        Phrasing(r"\bSome resources can be extended by buying extra capacity, up to a limit, at a cost per unit that "
+                 r"is deducted from the profit\.",
+                 ("Some resources can be extended by buying extra capacity, up to a limit, at a cost per unit that is "
+                  "deducted from the profit.",),
+                 ("For some resources more capacity can be bought, within a limit, and the cost of each extra unit "
+                  "is taken from the profit.",)),
+        Phrasing(r"\bof each product should be made to maximize total profit, and what is the maximum profit\?",
+                 ("of each product should be made to maximize total profit, and what is the maximum profit?",),
+                 ("of each product should be made for the highest total profit, and how much is that profit?",)),
+        Phrasing(r"\bmost units of each product the market takes\b", ("most units of each product the market takes",),
+                 ("largest number of units of each product that can be sold",)),
     )
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"make": "nonnegative"}
     data_fields = {
         "products": "list of product names",
@@ -260,6 +302,9 @@ model.min_output = pyo.Constraint(model.C, rule=lambda model, p: model.make[p] >
                          f"{join_names(products)}.",
             "bakery": f"{words['company'].capitalize()} is planning tomorrow's production of "
                       f"{join_names(products)}.",
+            "brewery": f"{words['company'].capitalize()} is deciding this month's brewing of {join_names(products)}.",
+            "garments": f"{words['company'].capitalize()} plans the coming run of {join_names(products)}.",
+            "pottery": f"{words['company'].capitalize()} is setting the week's output of {join_names(products)}.",
         }[scenario.key]
         whole = (f"Only whole {unit}s can be made." if "integer_units" in data
                  else "Fractional quantities are allowed.")

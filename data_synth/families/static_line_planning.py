@@ -48,6 +48,30 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other operators, vehicles, stops and currencies than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("trolleybus", "electric trolleybus networks", {
+        "company": "a municipal trolleybus company", "vehicle": "trolleybus", "vehicles": "trolleybuses",
+        "line_prefix": "Trolley ",
+        "stations": ["Cathedral", "Fairground", "Tannery", "Mill Lane", "Canal Basin", "Observatory", "Foundry",
+                     "Brewery", "Castle Hill", "Orchard"],
+        "capacity_range": (70, 120), "money": "pounds",
+    }),
+    Scenario("waterbus", "urban waterways", {
+        "company": "a harbour waterbus service", "vehicle": "boat", "vehicles": "boats", "line_prefix": "Route ",
+        "stations": ["Quayside", "Fish Pier", "Lighthouse", "Marina", "Shipyard", "Opera Wharf", "Naval Dock",
+                     "Sandbank", "Customs House", "Boathouse"],
+        "capacity_range": (40, 90), "money": "kroner",
+    }),
+    Scenario("metro", "metro systems", {
+        "company": "a metropolitan subway authority", "vehicle": "metro train", "vehicles": "metro trains",
+        "line_prefix": "M",
+        "stations": ["Plaza Mayor", "Alameda", "Los Pinos", "Retiro Norte", "Las Torres", "San Isidro",
+                     "Puerta Sur", "La Ermita", "Villaverde", "El Carmen"],
+        "capacity_range": (400, 900), "money": "pesos",
+    }),
+)
+
 
 class StaticLinePlanning(ProblemFamily):
     name = "static_line_planning"
@@ -55,6 +79,7 @@ class StaticLinePlanning(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"open": "binary", "trips": "nonnegative_integer", "unserved": "nonnegative"}
     phrasings = (
         Phrasing(r"A line that is not opened runs no trips\.",
@@ -62,7 +87,48 @@ class StaticLinePlanning(ProblemFamily):
                  ("Only an opened line may run trips.",)),
         Phrasing(r"\bpeak-hour load\b", ("peak-hour load", "rush-hour load"), ("load at the busiest hour",)),
         Phrasing(r"\bruns over the sections\b", ("runs over the sections", "serves the sections"),
-                 ("covers the track sections", "travels along the sections")),
+                 ("covers the sections", "travels along the sections")),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text); rules stop
+        # before generic phrases with several training wordings ("at most", "what is that", "keyed by")
+        Phrasing(r"\bOpening a line costs its fixed cost per hour, and each hourly trip costs its trip cost, both in\b",
+                 ("Opening a line costs its fixed cost per hour, and each hourly trip costs its trip cost, both in",),
+                 ("An opened line is charged its fixed cost for every hour and every hourly trip is charged its "
+                  "trip cost, all amounts in",)),
+        Phrasing(r"\bAn open line runs a whole number of trips per hour, (?=at most\b)",
+                 ("An open line runs a whole number of trips per hour, ",),
+                 ("Trips per hour of an open line come in whole numbers, ",)),
+        Phrasing(r"\bEach trip of a line carries up to its capacity in passengers on every section of its route\.",
+                 ("Each trip of a line carries up to its capacity in passengers on every section of its route.",),
+                 ("On every section along its route, a single trip of a line takes as many passengers as its "
+                  "capacity.",)),
+        Phrasing(r"\bof a section should be carried by the lines over it; every passenger per hour left unserved "
+                 r"costs\b",
+                 ("of a section should be carried by the lines over it; every passenger per hour left unserved costs",),
+                 ("of a section ought to be taken by the lines crossing it; for each passenger an hour left behind, "
+                  "the operator pays",)),
+        Phrasing(r"\bThe lines over each section must together carry its whole (?=peak-hour load\b)",
+                 ("The lines over each section must together carry its whole ",),
+                 ("Together, the lines crossing a section have to move all of its ",)),
+        Phrasing(r"\bEvery section must see (?=at least\b)", ("Every section must see ",),
+                 ("Each section is to be served by ",)),
+        Phrasing(r"\btrips per hour in total\.", ("trips per hour in total.",), ("hourly trips, all lines combined.",)),
+        Phrasing(r"\bOne hourly trip of a line ties up the number of\b", ("One hourly trip of a line ties up the number of",),
+                 ("Each hourly trip of a line keeps busy the count of",)),
+        Phrasing(r"\bgiven for it, and only\b", ("given for it, and only",), ("stated for that line, and just",)),
+        Phrasing(r"(?<=[a-z] )are available\.", ("are available.",), ("are in service.",)),
+        Phrasing(r"\bWhich lines should be opened, with how many trips per hour, to minimize the total hourly cost, "
+                 r"and (?=what is that\b)",
+                 ("Which lines should be opened, with how many trips per hour, to minimize the total hourly cost, and ",),
+                 ("Which lines are best opened, and at how many trips an hour, so that the overall hourly cost is as "
+                  "small as possible, and ",)),
+        Phrasing(r"; a trip carries\b", ("; a trip carries",), ("; one trip takes",)),
+        Phrasing(r"\bpassengers, opening costs\b", ("passengers, opening costs",), ("passengers, its opening cost is",)),
+        Phrasing(r", a trip costs\b", (", a trip costs",), (", its trip cost is",)),
+        Phrasing(r", and a trip ties up\b", (", and a trip ties up",), (", and one trip occupies",)),
+        Phrasing(r"\bPeak-hour loads \(passengers per hour\):", ("Peak-hour loads (passengers per hour):",),
+                 ("Passengers an hour at the peak, by section:",)),
+        Phrasing(r"\bcapacity per trip\b", ("capacity per trip",), ("passengers a trip",)),
+        Phrasing(r"\(passengers/hour\)", ("(passengers/hour)",), ("(riders an hour)",)),
     )
     data_fields = {
         "lines": "list of candidate line names",
@@ -244,6 +310,12 @@ model.fleet = pyo.Constraint(expr=sum(data["vehicles_per_trip"][line] * model.tr
                     f"{len(lines)} candidate lines over its {len(sections)} track sections.",
             "rail": f"{words['company'].capitalize()} tenders its regional service: {len(lines)} possible lines "
                     f"over {len(sections)} rail sections.",
+            "trolleybus": f"{words['company'].capitalize()} is reviewing its timetable: {len(lines)} trolleybus lines "
+                          f"are proposed along {len(sections)} wired street sections.",
+            "waterbus": f"{words['company'].capitalize()} is drawing up its summer timetable, with {len(lines)} "
+                        f"proposed boat routes over {len(sections)} stretches of water between its piers.",
+            "metro": f"{words['company'].capitalize()} is reshaping its service pattern: {len(lines)} possible lines "
+                     f"could share its {len(sections)} tunnel sections.",
         }[scenario.key]
         rules = (f"Opening a line costs its fixed cost per hour, and each hourly trip costs its trip cost, both in "
                  f"{money}. A line that is not opened runs no trips. An open line runs a whole number of trips per hour, "

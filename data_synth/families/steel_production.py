@@ -59,6 +59,37 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other works, raw materials, element lists and grades than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("railsteel", "rail and wheel steels", {
+        "company": "a rail-steel mill",
+        "materials": ["rail scrap", "wheel scrap", "crop ends", "hot briquetted iron", "sponge iron",
+                      "silico-manganese", "ferro-vanadium", "ferro-silicon lumps"],
+        "scrap": ["rail scrap", "wheel scrap", "crop ends"],
+        "elements": ["manganese", "carbon", "vanadium", "silicon"],
+        "grades": ["rail R260", "rail R350HT", "wheel ER7", "axle EA1N", "crane rail A120"],
+        "money": "pounds",
+    }),
+    Scenario("toolsteel", "tool and die steels", {
+        "company": "a tool-steel maker",
+        "materials": ["die block scrap", "cutter returns", "bar crops", "cold pig iron", "ferro-tungsten",
+                      "ferro-vanadium", "moly oxide", "ferro-chrome lumps", "cobalt briquettes"],
+        "scrap": ["die block scrap", "cutter returns", "bar crops"],
+        "elements": ["tungsten", "carbon", "vanadium", "molybdenum"],
+        "grades": ["tool H13", "tool D2", "tool M2", "tool O1", "tool A2"],
+        "money": "yen",
+    }),
+    Scenario("linepipe", "pipeline steels", {
+        "company": "a line-pipe plate mill",
+        "materials": ["plate trimmings", "coil cuttings", "skull scrap", "granulated iron", "ferro-niobium",
+                      "ferro-titanium", "aluminium shot", "ferro-boron"],
+        "scrap": ["plate trimmings", "coil cuttings", "skull scrap"],
+        "elements": ["niobium", "carbon", "titanium", "aluminium"],
+        "grades": ["pipe X52", "pipe X65", "pipe X70", "pipe L360", "casing J55"],
+        "money": "won",
+    }),
+)
+
 
 class SteelProduction(ProblemFamily):
     name = "steel_production"
@@ -66,6 +97,7 @@ class SteelProduction(ProblemFamily):
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"use": "nonnegative"}
     industrial = True
     phrasings = (
@@ -79,6 +111,38 @@ class SteelProduction(ProblemFamily):
         Phrasing(r"\bThe content of a grade is the weighted average of its materials\.",
                  ("The content of a grade is the weighted average of its materials.",),
                  ("Element contents blend in proportion to the tonnes charged.",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text); rules stop
+        # before generic phrases with several training wordings ("at least", "what is that", "needs")
+        Phrasing(r"\bNo grade's charge may be more than this share of these materials:",
+                 ("No grade's charge may be more than this share of these materials:",),
+                 ("For the materials below, their share of any grade's charge is capped:",)),
+        Phrasing(r"(?<=% )of every grade's charge must be scrap\b", ("of every grade's charge must be scrap",),
+                 ("of each grade's charge has to come from scrap",)),
+        Phrasing(r"\bMaterials are bought in whole lots(?=[.,])", ("Materials are bought in whole lots",),
+                 ("Purchases come in whole lots only",)),
+        Phrasing(r", each lot paid at the cost per tonne times its size:",
+                 (", each lot paid at the cost per tonne times its size:",),
+                 (", and a lot is paid at its size times the cost per tonne:",)),
+        Phrasing(r"\bSome materials may make up only a limited share of any charge\.",
+                 ("Some materials may make up only a limited share of any charge.",),
+                 ("A few materials are capped at a limited share of every charge.",)),
+        Phrasing(r"\bA least share of every grade's charge must be scrap\.",
+                 ("A least share of every grade's charge must be scrap.",),
+                 ("Every grade's charge has to contain a minimum share of scrap.",)),
+        Phrasing(r"\bHow many tonnes of each material should go into each grade to make exactly the tonnes ordered at "
+                 r"the least material cost, and (?=what is that\b)",
+                 ("How many tonnes of each material should go into each grade to make exactly the tonnes ordered at "
+                  "the least material cost, and ",),
+                 ("How should the tonnes of each material be divided over the grades so that every grade is made "
+                  "precisely as ordered at the smallest material cost, and ",)),
+        Phrasing(r"\bTonnes may be fractional\.", ("Tonnes may be fractional.",), ("Fractional tonnages are fine.",)),
+        Phrasing(r"\btonnes are in stock\.", ("tonnes are in stock.",), ("tonnes are on hand.",)),
+        Phrasing(r"\bthe scrap materials(?= \(only when a recycled)", ("the scrap materials",),
+                 ("names of the scrap materials",)),
+        Phrasing(r"\btonnes ordered\)", ("tonnes ordered)",), ("tonnes on order)",)),
+        Phrasing(r"\bordered \(t\)", ("ordered (t)",), ("on order (t)",)),
+        Phrasing(r"\bmin-max \(%\)", ("min-max (%)",), ("range (%)",)),
+        Phrasing(r"\bstock \(t\)", ("stock (t)",), ("on hand (t)",)),
     )
     data_fields = {
         "materials": "list of raw material names",
@@ -270,6 +334,12 @@ model.max_share = pyo.Constraint(
                        f"{join_names(materials)}.",
             "alloy": f"{words['company'].capitalize()} must charge its furnace for orders of {join_names(grades)}; "
                      f"the raw materials are {join_names(materials)}.",
+            "railsteel": f"{words['company'].capitalize()} is preparing the melt shop's charges for "
+                         f"{join_names(grades)}; it can draw on {join_names(materials)}.",
+            "toolsteel": f"For the next campaign {words['company']} has to plan its furnace charges for "
+                         f"{join_names(grades)}, with {join_names(materials)} as the raw materials.",
+            "linepipe": f"{words['company'].capitalize()} is working out its furnace charges: the grades on order "
+                        f"are {join_names(grades)} and the usable inputs are {join_names(materials)}.",
         }[scenario.key]
         general = "The content of a grade is the weighted average of its materials."
         rules = []

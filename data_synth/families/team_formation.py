@@ -47,6 +47,32 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other organisations, people, teams and skills than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("film", "film and television", {
+        "company": "a film studio", "person": "crew member", "people": "crew members", "team": "shooting unit",
+        "teams": ["Unit North", "Unit Coast", "Unit Desert", "Unit Harbour"],
+        "names": ["Anouk", "Basil", "Celeste", "Dario", "Elif", "Fynn", "Greta", "Hiro", "Isla", "Joaquin", "Kaia",
+                  "Lucio", "Maren", "Omar"],
+        "skills": ["camera", "lighting", "sound"],
+    }),
+    Scenario("nursing", "hospital care", {
+        "company": "a teaching hospital", "person": "nurse", "people": "nurses", "team": "ward team",
+        "teams": ["Cardiology Ward", "Oncology Ward", "Maternity Ward", "Neurology Ward"],
+        "names": ["Nurse Adeyemi", "Nurse Bianchi", "Nurse Castro", "Nurse Duarte", "Nurse Eriksen",
+                  "Nurse Ferreira", "Nurse Grant", "Nurse Haddad", "Nurse Ibsen", "Nurse Jovanovic", "Nurse Kaur",
+                  "Nurse Lindqvist", "Nurse Morales", "Nurse Novak"],
+        "skills": ["critical care", "triage", "wound care"],
+    }),
+    Scenario("robotics", "school robotics competitions", {
+        "company": "a school robotics league", "person": "student", "people": "students", "team": "squad",
+        "teams": ["Squad Comet", "Squad Nebula", "Squad Quasar", "Squad Pulsar"],
+        "names": ["Amara", "Bo", "Cyrus", "Dalia", "Emeka", "Freya", "Gus", "Hana", "Idris", "Juno", "Kofi", "Lotte",
+                  "Milan", "Nia"],
+        "skills": ["programming", "mechanics", "electronics"],
+    }),
+)
+
 
 class TeamFormation(ProblemFamily):
     name = "team_formation"
@@ -54,13 +80,40 @@ class TeamFormation(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"member": "binary"}
     phrasings = (
         Phrasing(r"Each person joins at most one team\.",
                  ("Each person joins at most one team.", "Nobody can be on two teams."),
                  ("A person may belong to one team at the most.",)),
         Phrasing(r"\bfit scores\b", ("fit scores", "suitability scores"), ("match ratings",)),
-        Phrasing(r"\bmust have between\b", ("must have between", "needs between"), ("is to have from",)),
+        Phrasing(r"\bmust have between\b", ("must have between", "needs between"), ("shall count between",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text); rules stop
+        # before generic phrases with several training wordings ("at least", "needs", "what is that")
+        Phrasing(r"(?<=\w )must be placed on some\b", ("must be placed on some",), ("has to be given a",)),
+        Phrasing(r"\bmay also stay out of every\b", ("may also stay out of every",),
+                 ("may equally be kept off every",)),
+        Phrasing(r"\bits minimum and maximum number of members and (?=at least\b)",
+                 ("its minimum and maximum number of members and ",),
+                 ("its smallest and largest allowed number of members, and hold ",)),
+        Phrasing(r"\bthe required number of members with each skill\.",
+                 ("the required number of members with each skill.",),
+                 ("the stated count of members holding each skill.",)),
+        Phrasing(r"\bThese pairs may not be on the same\b", ("These pairs may not be on the same",),
+                 ("The following pairs are never to share a",)),
+        Phrasing(r"\bcan lead, and every\b", ("can lead, and every",), ("are able to lead, and each",)),
+        Phrasing(r"\bexactly one of them as a member\.", ("exactly one of them as a member.",),
+                 ("precisely one of them among its members.",)),
+        Phrasing(r"\bWho should join which\b", ("Who should join which",), ("Who ought to be put on which",)),
+        Phrasing(r"(?<= )to maximize the total of the (?=fit scores\b)", ("to maximize the total of the ",),
+                 ("so that the sum of the ",)),
+        Phrasing(r", and (?=what is that maximum total\?)", (", and ",), (" is as large as possible, and ",)),
+        Phrasing(r"(?<=that )maximum total\?", ("maximum total?",), ("largest sum?",)),
+        Phrasing(r"\bmembers, with (?=at least\b)", ("members, with ",), ("members, including ",)),
+        Phrasing(r"(?<=\| )need ", ("need ",), ("required ",)),
+        Phrasing(r"(?<=\| )fit: ", ("fit: ",), ("rating for ",)),
+        Phrasing(r"\bmin members\b", ("min members",), ("smallest size",)),
+        Phrasing(r"\bmax members\b", ("max members",), ("largest size",)),
     )
     data_fields = {
         "people": "list of people's names",
@@ -233,6 +286,12 @@ model.leader = pyo.Constraint(model.T, rule=lambda model, t: sum(model.member[p,
                          f"{plural}.",
             "research": f"{words['company'].capitalize()} assembles {len(teams)} proposal teams from {len(people)} "
                         f"{plural}.",
+            "film": f"{words['company'].capitalize()} is splitting {len(people)} {plural} into {len(teams)} "
+                    f"shooting units for the next filming block.",
+            "nursing": f"{words['company'].capitalize()} is setting up {len(teams)} ward teams for the winter rota, "
+                       f"drawing on {len(people)} {plural}.",
+            "robotics": f"{words['company'].capitalize()} puts {len(people)} {plural} into {len(teams)} squads "
+                        f"for the regional final.",
         }[scenario.key]
         rules = "Each person joins at most one team."
         if data.get("place_everyone"):

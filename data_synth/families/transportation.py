@@ -54,6 +54,32 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other companies, sources and destinations than any training scenario, in the same style
+# (short numbered or lettered names, the same kinds of units) for the demo's tiny model
+EVAL_SCENARIOS = (
+    Scenario("dairy", "dairy distribution", {
+        "company": "a dairy cooperative",
+        "sources": ["Dairy Hill", "Dairy Vale", "Dairy Brook", "Dairy Moor", "Dairy Ridge", "Dairy Glen"],
+        "destinations": ["Store 1", "Store 2", "Store 3", "Store 4", "Store 5", "Store 6", "Store 7", "Store 8",
+                         "Store 9"],
+        "unit": "crate", "period": "this week",
+    }),
+    Scenario("steel", "metals distribution", {
+        "company": "a steel stockist",
+        "sources": ["Depot Alpha", "Depot Beta", "Depot Gamma", "Depot Delta", "Depot Sigma", "Depot Omega"],
+        "destinations": ["Yard A", "Yard B", "Yard C", "Yard D", "Yard E", "Yard F", "Yard G", "Yard H", "Yard I"],
+        "unit": "tonne", "period": "this month",
+    }),
+    Scenario("fuel", "fuel supply", {
+        "company": "a fuel distributor",
+        "sources": ["Terminal Bay", "Terminal Cove", "Terminal Point", "Terminal Quay", "Terminal Sands",
+                    "Terminal Dune"],
+        "destinations": ["Station 1", "Station 2", "Station 3", "Station 4", "Station 5", "Station 6",
+                         "Station 7", "Station 8", "Station 9"],
+        "unit": "tanker load", "period": "this fortnight",
+    }),
+)
+
 
 class Transportation(ProblemFamily):
     name = "transportation"
@@ -61,6 +87,7 @@ class Transportation(ProblemFamily):
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"ship": "nonnegative"}
     industrial = True
     # the family's fixed sentences, in other words for each split (data_synth.statements)
@@ -86,6 +113,19 @@ class Transportation(ProblemFamily):
         Phrasing(r"Each source has a limited supply, each destination a demand, and every route a cost per",
                  ("Each source has a limited supply, each destination a demand, and every route a cost per",),
                  ("Sources are limited, destinations have requirements, and a route is priced by the",)),
+        # eval-only plain rewordings of the other fixed sentences (training keeps its text); rules stop before
+        # generic phrases with several training wordings ("the lowest", "keyed by")
+        Phrasing(r"\bshould go from each source to each destination to meet every demand at (?=the lowest\b)",
+                 ("should go from each source to each destination to meet every demand at ",),
+                 ("should be sent from each source to each destination so that all demand is met at ",)),
+        Phrasing(r"(?<=s )can go from\b", ("can go from",), ("may be sent from",)),
+        Phrasing(r"\bmost units each source can ship(?=, keyed by)", ("most units each source can ship",),
+                 ("largest number of units each source can send",)),
+        Phrasing(r"\bshipping cost per unit \(dollars\)", ("shipping cost per unit (dollars)",),
+                 ("cost of sending one unit (USD)",)),
+        Phrasing(r"\bmost units on that route\b", ("most units on that route",),
+                 ("largest number of units that route can take",)),
+        Phrasing(r"\broutes that cannot be used\b", ("routes that cannot be used",), ("routes that are closed",)),
     )
     data_fields = {
         "sources": "list of source names",
@@ -268,6 +308,12 @@ model.forbidden = pyo.Constraint(model.closed, rule=lambda model, s, d: model.sh
                       f"{join_names(destinations)} {words['period']}.",
             "grain": f"{words['company'].capitalize()} must move grain from {join_names(sources)} to "
                      f"{join_names(destinations)} {words['period']}.",
+            "dairy": f"{words['company'].capitalize()} sends crates of milk from {join_names(sources)} to "
+                     f"{join_names(destinations)} {words['period']}.",
+            "steel": f"{words['company'].capitalize()} moves steel from {join_names(sources)} to "
+                     f"{join_names(destinations)} {words['period']}.",
+            "fuel": f"{words['company'].capitalize()} has to deliver fuel from {join_names(sources)} to "
+                    f"{join_names(destinations)} {words['period']}.",
         }[scenario.key]
         question = (f"How many {unit}s should go from each source to each destination to meet every demand at "
                     "the lowest total shipping cost, and what is that cost? Fractional amounts are allowed.")

@@ -46,6 +46,29 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other industries, nodes, edges and currencies than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("lookouts", "forest fire prevention", {
+        "intro": "A forestry service staffs fire lookouts on hilltops so that every valley between two hilltops is "
+                 "in view.",
+        "node": "hilltop", "node_prefix": "Hill ", "edge": "valley", "money": "pesos",
+        "cost_word": "seasonal staffing cost",
+        "rule": "A lookout on a hilltop keeps watch over every valley leading off that hilltop",
+    }),
+    Scenario("chargers", "electric vehicle charging", {
+        "intro": "A motorway operator wants a fast charger within reach on every road link of its network.",
+        "node": "service area", "node_prefix": "Services ", "edge": "road link", "money": "kronor",
+        "cost_word": "build cost",
+        "rule": "A charger at a service area serves each road link that meets it",
+    }),
+    Scenario("attendants", "museum security", {
+        "intro": "A museum posts attendants in its halls so that every doorway between two halls is watched.",
+        "node": "hall", "node_prefix": "Hall ", "edge": "doorway", "money": "francs",
+        "cost_word": "daily wage of an attendant",
+        "rule": "An attendant standing in a hall keeps an eye on each doorway of that hall",
+    }),
+)
+
 
 class VertexCover(ProblemFamily):
     name = "vertex_cover"
@@ -53,6 +76,7 @@ class VertexCover(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"pick": "binary"}
     data_fields = {
         "nodes": "list of node names",
@@ -66,7 +90,25 @@ class VertexCover(ProblemFamily):
     phrasings = (
         Phrasing(r"\bmust have at least one end chosen\b", ("must have at least one end chosen",
                                                             "needs a chosen node at one end or both"),
-                 ("may not be left without a chosen end",)),
+                 ("has to have a chosen node at one of its ends or at both",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text); rules stop
+        # before generic phrases with several training wordings ("the lowest", "what is that")
+        Phrasing(r"\bThe network has\b", ("The network has",), ("In all, the network consists of",)),
+        Phrasing(r"\bcannot be chosen: ", ("cannot be chosen: ",), ("are ruled out: ",)),
+        Phrasing(r"\bNo more than\b", ("No more than",), ("Up to",)),
+        Phrasing(r"\bcan be chosen in total\.", ("can be chosen in total.",), ("may be picked altogether.",)),
+        Phrasing(r"\bshould be chosen to cover every\b", ("should be chosen to cover every",),
+                 ("ought to be picked so that they cover every",)),
+        Phrasing(r"\bmay be left uncovered instead, at a penalty in\b",
+                 ("may be left uncovered instead, at a penalty in",),
+                 ("can go uncovered instead, each for a penalty in",)),
+        Phrasing(r"\bshould be chosen, and which\b", ("should be chosen, and which",), ("ought to be picked, and which",)),
+        Phrasing(r"\bleft uncovered, to minimize the total\b", ("left uncovered, to minimize the total",),
+                 ("left uncovered, so that the sum of the",)),
+        Phrasing(r"\bplus penalties, and (?=what is that\b)", ("plus penalties, and ",),
+                 ("and the penalties is as small as possible, and ",)),
+        Phrasing(r"(?<=that )total\?", ("total?",), ("sum?",)),
+        Phrasing(r"(?<=s )run\b", ("run",), ("connect",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\

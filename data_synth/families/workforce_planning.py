@@ -46,6 +46,34 @@ SCENARIOS = (
     }),
 )
 
+# eval only: other industries, workers, currencies and period names than any training scenario
+EVAL_SCENARIOS = (
+    Scenario("hotel", "hospitality", {
+        "intro": "A seaside hotel group sets out its housekeeper headcount for the season ahead.",
+        "worker": "housekeeper", "money": "pounds", "month_names": ["Apr 2027", "May 2027", "Jun 2027", "Jul 2027",
+                                                                    "Aug 2027", "Sep 2027", "Oct 2027", "Nov 2027",
+                                                                    "Dec 2027", "Jan 2028", "Feb 2028", "Mar 2028"],
+        "hours_range": (150, 175),
+    }),
+    Scenario("ground_handling", "airport ground services", {
+        "intro": "An airport ground-handling firm settles how many baggage handlers it will employ over the "
+                 "months to come.",
+        "worker": "baggage handler", "money": "francs", "month_names": ["Period 1", "Period 2", "Period 3",
+                                                                        "Period 4", "Period 5", "Period 6",
+                                                                        "Period 7", "Period 8", "Period 9",
+                                                                        "Period 10", "Period 11", "Period 12"],
+        "hours_range": (110, 140),
+    }),
+    Scenario("bakery", "industrial baking", {
+        "intro": "An industrial bakery reviews how many bakers it should keep on its night shifts in the months "
+                 "ahead.",
+        "worker": "baker", "money": "zloty", "month_names": ["Styczen", "Luty", "Marzec", "Kwiecien", "Maj",
+                                                             "Czerwiec", "Lipiec", "Sierpien", "Wrzesien",
+                                                             "Pazdziernik", "Listopad", "Grudzien"],
+        "hours_range": (125, 155),
+    }),
+)
+
 
 class WorkforcePlanning(ProblemFamily):
     name = "workforce_planning"
@@ -53,6 +81,7 @@ class WorkforcePlanning(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"staff": "nonnegative_integer", "hire": "nonnegative_integer", "release": "nonnegative_integer"}
     data_fields = {
         "months": "list of month names, in order",
@@ -72,6 +101,53 @@ class WorkforcePlanning(ProblemFamily):
         Phrasing(r"\bat the start of each month\b", ("at the start of each month", "as each month begins"),
                  ("on the first day of every month", "when a month opens")),
         Phrasing(r"\blet go\b", ("let go", "released"), ("laid off", "dismissed")),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text); rules stop
+        # before generic phrases with several training wordings ("at least", "at most", "the lowest",
+        # "what is that") and before the family's own rules above
+        Phrasing(r"\bIt employs\b", ("It employs",), ("At present it has",)),
+        Phrasing(r"(?<=s )today\.", ("today.",), ("on the payroll.",)),
+        Phrasing(r"\bStaff can be hired or\b", ("Staff can be hired or",), ("Staff may be taken on or",)),
+        Phrasing(r"\bhires in any month\.", ("hires in any month.",), ("hires a month.",)),
+        Phrasing(r"(?<=[a-z] )works\b", ("works",), ("puts in",)),
+        Phrasing(r"\bhours a month and is paid\b", ("hours a month and is paid",), ("hours in a month and earns",)),
+        Phrasing(r"\ba month; hiring one costs\b", ("a month; hiring one costs",), ("monthly; taking one on costs",)),
+        Phrasing(r"\band letting one go costs\b", ("and letting one go costs",), ("and laying one off costs",)),
+        Phrasing(r"\bEvery month, the\b", ("Every month, the",), ("In each month the",)),
+        Phrasing(r"\bon staff must provide (?=at least\b)", ("on staff must provide ",), ("employed have to supply ",)),
+        Phrasing(r"\bthe hours required\.", ("the hours required.",), ("the required hours.",)),
+        Phrasing(r"\bon staff can also work up to\b", ("on staff can also work up to",),
+                 ("employed may additionally do up to",)),
+        Phrasing(r"\bovertime hours a month, at\b", ("overtime hours a month, at",),
+                 ("hours of overtime monthly, paid at",)),
+        Phrasing(r"\bper overtime hour\.", ("per overtime hour.",), ("for every overtime hour.",)),
+        Phrasing(r"\bA labour agreement allows (?=at most\b)", ("A labour agreement allows ",),
+                 ("Under a union contract there can be ",)),
+        Phrasing(r"\bseparations in any month\.", ("separations in any month.",), ("separations a month.",)),
+        Phrasing(r"\bA labour agreement limits the separations in any month\.",
+                 ("A labour agreement limits the separations in any month.",),
+                 ("A union contract caps how many separations a month there can be.",)),
+        Phrasing(r"\bmust be on staff in every month\.", ("must be on staff in every month.",),
+                 ("have to be employed in each month.",)),
+        Phrasing(r"\bshould be hired and (?=let go\b)", ("should be hired and ",), ("ought to be taken on and ",)),
+        Phrasing(r"\beach month to cover the work at (?=the lowest\b)", ("each month to cover the work at ",),
+                 ("in every month so that the work is covered at ",)),
+        Phrasing(r"\bcost of wages, hiring and separations, and (?=what is that\b)",
+                 ("cost of wages, hiring and separations, and ",), ("bill for wages, hires and separations, and ",)),
+        Phrasing(r"\bHeadcounts are whole numbers\.", ("Headcounts are whole numbers.",),
+                 ("Staff numbers have to be integers.",)),
+        Phrasing(r", up to a monthly hiring limit\.", (", up to a monthly hiring limit.",),
+                 (", within a cap on hires per month.",)),
+        Phrasing(r"\bprovides a fixed number of hours a month and earns a monthly wage; hiring and letting go cost a "
+                 r"fixed amount per\b",
+                 ("provides a fixed number of hours a month and earns a monthly wage; hiring and letting go cost a "
+                  "fixed amount per",),
+                 ("supplies a set number of monthly hours for a monthly wage; each hire and each separation has a "
+                  "set price per",)),
+        Phrasing(r"\bon staff can also work a limited number of overtime hours, at a cost per hour\.",
+                 ("on staff can also work a limited number of overtime hours, at a cost per hour.",),
+                 ("employed may additionally do a capped number of overtime hours, paid by the hour.",)),
+        Phrasing(r"\bRequired hours: ", ("Required hours: ",), ("Hours of work needed: ",)),
+        Phrasing(r"(?<=\| )required hours\b", ("required hours",), ("hours of work needed",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\
