@@ -395,7 +395,8 @@ def relayout_fields(text: str, layout: str) -> str:
                     + _markdown(["key", "meaning"], [[f"`{k}`", v] for k, v in fields]) + trailing)
         if layout == "prose":
             return ("The data come as an attached JSON file, `data.json`. "
-                    + " ".join(f"Its entry `{k}`{_indexing(v, ',')} holds the {_meaning(v)}." for k, v in fields)
+                    + " ".join(f"Its entry `{k}`{_indexing(v, ',')} holds {_with_article(_meaning(v))}."
+                               for k, v in fields)
                     + trailing)
         if layout == "definitions":
             return ("Input file `data.json` (attached), field by field:\n"
@@ -422,6 +423,14 @@ def _indexing(description: str, comma: str) -> str:
 
 def _meaning(description: str) -> str:
     return _INDEXED.sub("", description, count=1)
+
+
+_DETERMINED = re.compile(r"(?:the|a|an|each|every|one|its|their|whether|how|which|what|\d+)\b", re.IGNORECASE)
+
+
+def _with_article(meaning: str) -> str:
+    """"the " + `meaning`, unless it starts with a determiner of its own ("the scrap materials")."""
+    return meaning if _DETERMINED.match(meaning) else f"the {meaning}"
 
 
 # ---------------------------------------------------------------------------------- measuring them
