@@ -96,7 +96,7 @@ class Knapsack01(ProblemFamily):
                  ("one item of a pair can be taken):",)),
         Phrasing(r"\bmust be included\.", ("must be included.",), ("must be taken.",)),
         Phrasing(r"\bshould be chosen to maximize the total\b", ("should be chosen to maximize the total",),
-                 ("should be taken to get the highest total",)),
+                 ("ought to be taken to get the highest total",)),
         Phrasing(r"\bmost total weight that can be taken\b", ("most total weight that can be taken",),
                  ("largest total weight allowed",)),
         Phrasing(r"\bmost items that can be taken\b", ("most items that can be taken",),
