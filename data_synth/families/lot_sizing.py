@@ -124,6 +124,7 @@ class LotSizing(ProblemFamily):
         Phrasing(r"\bit is late; everything must be delivered by\b",
                  ("it is late; everything must be delivered by",),
                  ("of delay; all demand has to be delivered by",)),
+        # "at most" has two training wordings: the rule stops before it
         Phrasing(r"\bA production run can make (?=at most one batch \()", ("A production run can make ",),
                  ("A single production run yields ",)),
         Phrasing(r"\(the batch size is given per product\)", ("(the batch size is given per product)",),
