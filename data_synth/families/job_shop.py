@@ -39,6 +39,24 @@ SCENARIOS = (
         "unit": "minutes",
     }),
 )
+# the eval split's own industries, companies, job and machine names and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("printing", "commercial printing", {
+        "company": "a commercial print house", "job": "print order", "jobs": "print orders",
+        "job_prefix": "Order ", "machines": ["offset press", "laminator", "guillotine cutter", "saddle stitcher"],
+        "time_range": (5, 25), "unit": "hours",
+    }),
+    Scenario("joinery", "furniture joinery", {
+        "company": "a joinery workshop", "job": "cabinet", "jobs": "cabinets", "job_prefix": "Cabinet ",
+        "machines": ["panel saw", "edge bander", "CNC router", "spray booth"], "time_range": (2, 12),
+        "unit": "hours",
+    }),
+    Scenario("dental", "dental prosthetics", {
+        "company": "a dental laboratory", "job": "crown case", "jobs": "crown cases", "job_prefix": "Case ",
+        "machines": ["intraoral scanner", "milling unit", "sintering furnace", "glazing oven"],
+        "time_range": (15, 60), "unit": "minutes",
+    }),
+)
 
 
 def _pairs(data: dict) -> list[tuple[str, str]]:
@@ -57,6 +75,7 @@ class JobShop(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"start": "nonnegative", "before": "binary", "makespan": "nonnegative"}
     phrasings = (
         Phrasing(r"Each job follows its own route through the machines\.",
@@ -65,6 +84,44 @@ class JobShop(ProblemFamily):
                  ("The machine sequence differs from job to job.",)),
         Phrasing(r"\bno operation is interrupted\b", ("no operation is interrupted", "operations run without a break"),
                  ("an operation, once started, runs to the end",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bTimes are in\b", ("Times are in",), ("All times are expressed in",)),
+        Phrasing(r"\bcannot start before its release time:", ("cannot start before its release time:",),
+                 ("can begin no earlier than the moment it is released:",)),
+        Phrasing(r"\bmust be complete by its due time:", ("must be complete by its due time:",),
+                 ("has to be finished no later than its deadline:",)),
+        Phrasing(r"\bHow should the operations be scheduled so that all\b",
+                 ("How should the operations be scheduled so that all",), ("Which operation schedule lets all",)),
+        Phrasing(r"\bare done as early as possible\?", ("are done as early as possible?",),
+                 ("be finished at the earliest moment?",)),
+        # "makespan" is a value of data["objective"], so it is kept verbatim and the rule sees the text up to it
+        Phrasing(r"\bWhat is the minimum (?=$)", ("What is the minimum ",),
+                 ("How long, at the least, is the ",)),
+        Phrasing(r"\bHow should the operations be scheduled to minimize the sum of the\b",
+                 ("How should the operations be scheduled to minimize the sum of the",),
+                 ("Which operation schedule gives the smallest sum of the",)),
+        Phrasing(r"\bminimum total, in\b", ("minimum total, in",), ("smallest possible sum, in",)),
+        Phrasing(r"\bRoutes with processing times:", ("Routes with processing times:",),
+                 ("Machine sequence and processing time of every job:",)),
+        Phrasing(r"\bstep (?=\d+ \(machine, )", ("step ",), ("operation ",)),
+        Phrasing(r"\blist of job names\b", ("list of job names",), ("names of all jobs",)),
+        Phrasing(r"\blist of machine names\b", ("list of machine names",), ("names of all machines",)),
+        Phrasing(r"\bthe machines in the order the job visits them \(each once\)",
+                 ("the machines in the order the job visits them (each once)",),
+                 ("machine sequence of the job, in visiting order, with every machine exactly once",)),
+        Phrasing(r"\bprocessing time of the job's operation on the machine\b",
+                 ("processing time of the job's operation on the machine",),
+                 ("duration of the job's operation on that machine",)),
+        Phrasing(r"\(finish everything as early as possible\)", ("(finish everything as early as possible)",),
+                 ("(complete all work at the earliest)",)),
+        Phrasing(r"\(minimize the sum of the jobs' completion times\)",
+                 ("(minimize the sum of the jobs' completion times)",),
+                 ("(make the completion times of the jobs add up to as little as possible)",)),
+        Phrasing(r"\bearliest start of each job's first operation\b", ("earliest start of each job's first operation",),
+                 ("first moment at which a job's first operation may begin",)),
+        Phrasing(r"\btime by which each job must be complete\b", ("time by which each job must be complete",),
+                 ("deadline for finishing a job",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(present only if",)),
     )
     data_fields = {
         "jobs": "list of job names",
@@ -257,6 +314,12 @@ model.due = pyo.Constraint(model.J, rule=lambda model, j: completion(model, j) <
                               f"through the {', '.join(machines)} once.",
             "lab": f"{words['company'].capitalize()} has {len(jobs)} {job_plural} waiting, each to be processed "
                    f"once on each instrument: {', '.join(machines)}.",
+            "printing": f"{words['company'].capitalize()} has {len(jobs)} {job_plural} in its queue; every one of "
+                        f"them goes once through all of these machines: {', '.join(machines)}.",
+            "joinery": f"This week {words['company']} is building {len(jobs)} {job_plural}, and every {job} gets "
+                       f"one operation on all of its machines ({', '.join(machines)}).",
+            "dental": f"At {words['company']}, {len(jobs)} {job_plural} are waiting; each one has to pass once "
+                      f"through every station, namely the {', '.join(machines)}.",
         }[scenario.key]
         rules = (f"Each job follows its own route through the machines. A machine handles one {job} at a time and "
                  f"no operation is interrupted. Times are in {unit} from now.")

@@ -51,6 +51,32 @@ SCENARIOS = (
         "setup_words": "validating and cleaning the press for a new product", "money": "euros",
     }),
 )
+# the eval split's own industries, companies, products, periods and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("dairy", "dairy processing", {
+        "company": "a cooperative dairy", "resource": "the filling machine", "products": ["skimmed milk",
+                                                                                          "yoghurt", "kefir"],
+        "unit": "trays", "one_unit": "tray", "period": "fortnight", "on": "in",
+        "period_names": [f"fortnight {k}" for k in range(1, 9)],
+        "setup_words": "sterilising the filling heads and loading new cartons", "money": "Danish kroner",
+    }),
+    Scenario("paint", "industrial coatings", {
+        "company": "an industrial paint maker", "resource": "the mixing vessel", "products": ["primer", "enamel",
+                                                                                              "varnish"],
+        "unit": "drums", "one_unit": "drum", "period": "season", "on": "in",
+        "period_names": ["spring 2027", "summer 2027", "autumn 2027", "winter 2027", "spring 2028",
+                         "summer 2028", "autumn 2028", "winter 2028"],
+        "setup_words": "flushing the vessel and recalibrating the pigment dosing", "money": "pounds",
+    }),
+    Scenario("bakery", "industrial baking", {
+        "company": "an industrial bakery", "resource": "the tunnel oven", "products": ["rye loaf", "baguette",
+                                                                                       "brioche"],
+        "unit": "racks", "one_unit": "rack", "period": "day", "on": "on",
+        "period_names": [f"{k} March" for k in range(1, 9)],
+        "setup_words": "swapping the baking trays and re-profiling the oven temperature",
+        "money": "Swiss francs",
+    }),
+)
 
 
 class LotSizing(ProblemFamily):
@@ -59,6 +85,7 @@ class LotSizing(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"make": "nonnegative", "stock": "nonnegative", "setup": "binary"}
     # the family's fixed sentences, in other words for each split (data_synth.statements)
     phrasings = (
@@ -83,6 +110,90 @@ class LotSizing(ProblemFamily):
                  ("No run can exceed a single batch:",)),
         Phrasing(r"overtime hours can be added in any",
                  ("overtime hours can be added in any",), ("overtime hours may be bought for any",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bplans production of\b", ("plans production of",),
+                 ("draws up a production schedule for",)),
+        Phrasing(r"\bProducing a product in a\b", ("Producing a product in a",),
+                 ("Making any product in a",)),
+        Phrasing(r"\brequires a setup \(", ("requires a setup (",), ("first calls for a setup (",)),
+        Phrasing(r"\bUnits made in a\b", ("Units made in a",), ("Whatever is made in a",)),
+        Phrasing(r"'s demand or be stored for later\b", ("'s demand or be stored for later",),
+                 ("'s demand or go into stock for later",)),
+        Phrasing(r"\(backordered\), at a cost per\b", ("(backordered), at a cost per",),
+                 ("(as a backorder), with a penalty for each",)),
+        Phrasing(r"\bit is late; everything must be delivered by\b",
+                 ("it is late; everything must be delivered by",),
+                 ("of delay; all demand has to be delivered by",)),
+        # "at most" has two training wordings: the rule stops before it
+        Phrasing(r"\bA production run can make (?=at most one batch \()", ("A production run can make ",),
+                 ("A single production run yields ",)),
+        Phrasing(r"\(the batch size is given per product\)", ("(the batch size is given per product)",),
+                 ("(every product has a batch size of its own)",)),
+        Phrasing(r"\bA limited number of (?=overtime hours)", ("A limited number of ",),
+                 ("A bounded number of ",)),
+        Phrasing(r"\bat a cost per hour\.", ("at a cost per hour.",), ("at an hourly price.",)),
+        Phrasing(r"\bshould be made, to minimize the total\b", ("should be made, to minimize the total",),
+                 ("ought to be produced, so as to minimise the combined",)),
+        Phrasing(r"\bminimum cost in\b", ("minimum cost in",), ("lowest achievable cost, expressed in",)),
+        Phrasing(r"(?<=: )demand is\b", ("demand is",), ("the demand comes to",)),
+        Phrasing(r"\btakes (?=[\d.]+ hours of\b)", ("takes ",), ("occupies ",)),
+        Phrasing(r"\ba setup costs\b", ("a setup costs",), ("every setup is charged",)),
+        Phrasing(r"\band takes (?=[\d.]+ hours;)", ("and takes ",), ("and lasts ",)),
+        Phrasing(r"\bholding one\b", ("holding one",), ("keeping one",)),
+        Phrasing(r"\bto the next costs\b", ("to the next costs",), ("into the following one is charged",)),
+        Phrasing(r"\bdelivering one\b", ("delivering one",), ("supplying one",)),
+        Phrasing(r"\blate costs\b", ("late costs",), ("behind schedule is charged",)),
+        Phrasing(r"\bHours of (?=the [\w -]+ available:)", ("Hours of ",), ("Capacity, in hours, of ",)),
+        Phrasing(r"(?<=[a-z]) available:(?= \d)", (" available:",), (" period by period:",)),
+        # table headers
+        Phrasing(r"(?<=\| )product(?= \|)", ("product",), ("item",)),
+        Phrasing(r"\bhours per unit(?= \|)", ("hours per unit",), ("machine hours per unit",)),
+        Phrasing(r"\bsetup hours(?= \|)", ("setup hours",), ("changeover hours",)),
+        Phrasing(r"\bsetup cost \(", ("setup cost (",), ("changeover cost (",)),
+        Phrasing(r"\bholding cost \(", ("holding cost (",), ("storage cost (",)),
+        Phrasing(r"/unit/", ("/unit/",), (" per unit per ",)),
+        Phrasing(r"\binitial stock(?= \|)", ("initial stock",), ("opening stock",)),
+        Phrasing(r"\bbackorder cost \(", ("backorder cost (",), ("late-delivery cost (",)),
+        Phrasing(r"\bhours available(?= \|)", ("hours available",), ("capacity (hours)",)),
+        # data.json fields
+        Phrasing(r"\blist of product names\b", ("list of product names",), ("names of the products",)),
+        Phrasing(r"\blist of period names, in time order\b", ("list of period names, in time order",),
+                 ("period names in chronological order",)),
+        Phrasing(r"\bunits to deliver at the end of the period\b",
+                 ("units to deliver at the end of the period",),
+                 ("units due for delivery at the close of the period",)),
+        Phrasing(r"\bunits of each product in stock before the first period\b",
+                 ("units of each product in stock before the first period",),
+                 ("opening stock of a product before the first period",)),
+        Phrasing(r"\bproduction hours per unit of each product\b",
+                 ("production hours per unit of each product",),
+                 ("hours of capacity that one unit of a product takes",)),
+        Phrasing(r"\bhours lost to a setup of each product\b", ("hours lost to a setup of each product",),
+                 ("capacity hours a setup of a product consumes",)),
+        Phrasing(r"\bcost of one setup of each product\b", ("cost of one setup of each product",),
+                 ("price of a single setup of a product",)),
+        Phrasing(r"\bcost of carrying one unit of each product from one period to the next\b",
+                 ("cost of carrying one unit of each product from one period to the next",),
+                 ("expense of keeping one unit of a product in stock from a period to the following one",)),
+        Phrasing(r"\bproduction hours available in each period\b",
+                 ("production hours available in each period",),
+                 ("capacity hours a period offers",)),
+        Phrasing(r"\bcost per unit of demand delivered one period late\b",
+                 ("cost per unit of demand delivered one period late",),
+                 ("penalty for each unit of demand supplied one period behind",)),
+        Phrasing(r"\(only when demand may be delivered late\)", ("(only when demand may be delivered late)",),
+                 ("(present only if late delivery is allowed)",)),
+        Phrasing(r"\bmost units one production run of each product can make \(its batch size\)",
+                 ("most units one production run of each product can make (its batch size)",),
+                 ("batch size: the largest quantity one production run of a product can make",)),
+        Phrasing(r"\(only when runs are limited to a batch\)", ("(only when runs are limited to a batch)",),
+                 ("(present only if runs are capped at a batch)",)),
+        Phrasing(r"\bcost per overtime hour\b", ("cost per overtime hour",), ("price of an overtime hour",)),
+        Phrasing(r"\(only when overtime can be bought\)", ("(only when overtime can be bought)",),
+                 ("(present only if overtime is for sale)",)),
+        Phrasing(r"\bmost overtime hours that can be added in one period\b",
+                 ("most overtime hours that can be added in one period",),
+                 ("upper limit on overtime hours in a single period",)),
     )
     data_fields = {
         "products": "list of product names",

@@ -42,6 +42,24 @@ SCENARIOS = (
         "goal": "the highest total bandwidth that can be routed from the data centre to the hub",
     }),
 )
+# the eval split's own industries, networks, node names and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("water", "water supply", {
+        "source": "the reservoir", "sink": "the treatment works", "node": "valve chamber", "arc": "water main",
+        "unit": "megalitres a day", "prefix": "Chamber ",
+        "goal": "the largest daily volume of water that can reach the treatment works from the reservoir",
+    }),
+    Scenario("rail", "rail freight", {
+        "source": "the container port", "sink": "the inland terminal", "node": "rail yard", "arc": "track section",
+        "unit": "trains a day", "prefix": "Yard ",
+        "goal": "the largest number of container trains a day that can get from the port to the inland terminal",
+    }),
+    Scenario("power", "electricity transmission", {
+        "source": "the wind farm", "sink": "the city substation", "node": "switching station",
+        "arc": "transmission line", "unit": "megawatts", "prefix": "Switchyard ",
+        "goal": "the most power that can be sent from the wind farm to the city substation",
+    }),
+)
 
 
 class MaxFlow(ProblemFamily):
@@ -50,6 +68,7 @@ class MaxFlow(ProblemFamily):
     problem_type = "LP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"flow": "nonnegative"}
     # the family's fixed sentences of the optional rules, in other words for each split (data_synth.statements)
     phrasings = (
@@ -60,6 +79,67 @@ class MaxFlow(ProblemFamily):
                                                                "Agreements fix a minimum flow on some"),
                  ("Commitments impose a minimum flow on some",)),
         Phrasing(r"\bThe operating budget\b", ("The operating budget",), ("The money available for operation",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bThe source is node\b", ("The source is node",), ("The flow starts at node",)),
+        Phrasing(r"\band the sink is node\b", ("and the sink is node",), ("and ends at node",)),
+        Phrasing(r"\bevery unit of flow on any\b", ("every unit of flow on any",),
+                 ("each unit sent along any",)),
+        Phrasing(r"\bcosts money \(", ("costs money (",), ("has a price (",)),
+        Phrasing(r"\bcosts in dollars per unit:", ("costs in dollars per unit:",),
+                 ("unit prices in USD:",)),
+        Phrasing(r"\bthe costs per unit are in the data file\b", ("the costs per unit are in the data file",),
+                 ("the unit prices come with the data file",)),
+        Phrasing(r"\bthe costs per unit are in the table\b", ("the costs per unit are in the table",),
+                 ("the unit prices are listed in the table",)),
+        # "may not exceed" and "at least" have two training wordings: these rules stop before them
+        Phrasing(r"\band the total cost of the flow (?=may not exceed the budget)",
+                 ("and the total cost of the flow ",),
+                 ("and the combined cost of all flow ",)),
+        Phrasing(r"\bthe listed arcs must carry (?=at least their minimum)", ("the listed arcs must carry ",),
+                 ("the arcs listed there shall carry ",)),
+        Phrasing(r"\bFlow is conserved at every intermediate node and no\b",
+                 ("Flow is conserved at every intermediate node and no",),
+                 ("At each intermediate node inflow equals outflow, and no",)),
+        Phrasing(r"\bmay carry more than its capacity\.", ("may carry more than its capacity.",),
+                 ("is loaded beyond its capacity.",)),
+        # the question names the scenario's goal ("the largest ..."), which the generic "what is the" wordings
+        # garble; the rule takes "the" as they do, so the rules of the words after it see the same text
+        Phrasing(r"\bWhat is the\b", ("What is the",), ("How much is the",)),
+        Phrasing(r"\bcapacities in\b", ("capacities in",), ("capacities, measured in",)),
+        Phrasing(r"(?<=[a-z]) are: (?=from\b)", (" are: ",), (", are: ",)),
+        Phrasing(r"\bCapacities are in\b", ("Capacities are in",), ("All capacities are stated in",)),
+        # table headers
+        Phrasing(r"(?<=\| )from(?= \|)", ("from",), ("start",)),
+        Phrasing(r"(?<=\| )to(?= \|)", ("to",), ("end",)),
+        Phrasing(r"\bcost \(\$ per unit\)", ("cost ($ per unit)",), ("unit price ($)",)),
+        # data.json fields
+        Phrasing(r"\blist of node names \(including the source and the sink\)",
+                 ("list of node names (including the source and the sink)",),
+                 ("names of all nodes, source and sink included",)),
+        Phrasing(r"\bname of the source node\b", ("name of the source node",), ("source node's name",)),
+        Phrasing(r"\bname of the sink node\b", ("name of the sink node",), ("sink node's name",)),
+        Phrasing(r"\blist of \[from, to, capacity\] triples: a directed arc and its capacity\b",
+                 ("list of [from, to, capacity] triples: a directed arc and its capacity",),
+                 ("directed arcs with their capacities, written as [from, to, capacity]",)),
+        Phrasing(r"\bmost flow that can pass through each limited intermediate node\b",
+                 ("most flow that can pass through each limited intermediate node",),
+                 ("throughput cap of every limited intermediate node",)),
+        Phrasing(r"\(only when some nodes have a throughput limit\)",
+                 ("(only when some nodes have a throughput limit)",),
+                 ("(present only if some nodes have a throughput cap)",)),
+        Phrasing(r"\blist of \[from, to, cost\] triples: dollars per unit of flow on each arc\b",
+                 ("list of [from, to, cost] triples: dollars per unit of flow on each arc",),
+                 ("prices in dollars of one unit of flow on an arc, written as [from, to, cost]",)),
+        Phrasing(r"\(only when there is an operating budget\)", ("(only when there is an operating budget)",),
+                 ("(present only if an operating budget applies)",)),
+        Phrasing(r"\bmost dollars the flow may cost in total\b", ("most dollars the flow may cost in total",),
+                 ("largest sum in dollars that all flow together may cost",)),
+        Phrasing(r"\blist of \[from, to, minimum\] triples: the least flow on those arcs\b",
+                 ("list of [from, to, minimum] triples: the least flow on those arcs",),
+                 ("contracted lower bounds on arc flow, written as [from, to, minimum]",)),
+        Phrasing(r"\(only when some arcs have a contracted minimum\)",
+                 ("(only when some arcs have a contracted minimum)",),
+                 ("(present only if some arcs carry a contracted minimum)",)),
     )
     data_fields = {
         "nodes": "list of node names (including the source and the sink)",
@@ -231,6 +311,12 @@ model.min_flow = pyo.Constraint(list(minimum), rule=lambda model, i, j: model.fl
                           f"{words['sink']} over one-way {arc}s between {words['node']}s.",
             "network": f"A carrier routes traffic from {words['source']} to {words['sink']} over directed "
                        f"{arc}s between {words['node']}s.",
+            "water": f"A water utility sends raw water from {words['source']} to {words['sink']} along {arc}s "
+                     f"that meet at {words['node']}s.",
+            "rail": f"A rail freight operator plans container trains from {words['source']} to {words['sink']} "
+                    f"over one-directional {arc}s that link {words['node']}s.",
+            "power": f"A grid company transmits wind power from {words['source']} to {words['sink']} along {arc}s "
+                     f"connecting {words['node']}s.",
         }[scenario.key]
         file = representation == "file"
         rules = []  # the optional rules, stated in words in every representation

@@ -51,6 +51,25 @@ SCENARIOS = (
                       "Shelter 7", "Shelter 8"],
     }),
 )
+# the eval split's own industries, companies, node names and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("grain", "grain logistics", {
+        "company": "a grain cooperative", "plant_word": "country elevator", "hub_word": "river terminal",
+        "customer_word": "flour mill", "unit": "wagonload",
+        "plants": ["Elevator Dalby", "Elevator Moree", "Elevator Narrabri", "Elevator Goondiwindi"],
+        "hubs": ["Wharf Ashford", "Wharf Bellata", "Wharf Croppa", "Wharf Delungra", "Wharf Emmaville"],
+        "customers": ["Mill Tamworth", "Mill Armidale", "Mill Gunnedah", "Mill Inverell", "Mill Walcha",
+                      "Mill Quirindi", "Mill Uralla", "Mill Manilla"],
+    }),
+    Scenario("vaccine", "pharmaceutical distribution", {
+        "company": "a vaccine distributor", "plant_word": "manufacturing site", "hub_word": "cold-chain hub",
+        "customer_word": "clinic", "unit": "shipper",
+        "plants": ["Plant Kalundborg", "Plant Geel", "Plant Puurs", "Plant Marburg"],
+        "hubs": ["Hub Aarhus", "Hub Liege", "Hub Venlo", "Hub Erfurt", "Hub Kassel"],
+        "customers": ["Clinic Odense", "Clinic Namur", "Clinic Tilburg", "Clinic Jena", "Clinic Fulda",
+                      "Clinic Aalborg", "Clinic Hasselt", "Clinic Breda"],
+    }),
+)
 
 
 def _arc_key(arc: dict) -> tuple[str, str]:
@@ -63,6 +82,7 @@ class MinCostFlow(ProblemFamily):
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"flow": "nonnegative"}
     # the family's fixed sentences of the optional rules, in other words for each split (data_synth.statements)
     phrasings = (
@@ -73,6 +93,70 @@ class MinCostFlow(ProblemFamily):
         Phrasing(r"\bcan handle only a limited amount in total\b", ("can handle only a limited amount in total",),
                  ("have a cap on their total throughput",)),
         Phrasing(r"\bcosts a handling fee\b", ("costs a handling fee",), ("is charged a handling fee",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bneither produce nor keep goods: what arrives leaves\.",
+                 ("neither produce nor keep goods: what arrives leaves.",),
+                 ("hold no stock and make nothing: everything that comes in goes out again.",)),
+        Phrasing(r"\bEvery lane has a cost per\b", ("Every lane has a cost per",),
+                 ("Each lane charges a price for each",)),
+        Phrasing(r"\band a capacity\.", ("and a capacity.",), ("and has a capacity.",)),
+        Phrasing(r"\bSome lanes have a fixed cost:", ("Some lanes have a fixed cost:",),
+                 ("A few lanes carry a fixed charge:",)),
+        Phrasing(r"\(the fixed cost column below\)", ("(the fixed cost column below)",),
+                 ("(see the fixed cost column below)",)),
+        Phrasing(r"\(given for the lanes that have one\)", ("(given for the lanes that have one)",),
+                 ("(listed for the lanes concerned)",)),
+        Phrasing(r"\bThe other lanes have none\.", ("The other lanes have none.",),
+                 ("All remaining lanes are free of it.",)),
+        Phrasing(r"\(given per limited hub\)", ("(given per limited hub)",),
+                 ("(stated for each limited hub)",)),
+        Phrasing(r"\(given per hub\)", ("(given per hub)",), ("(stated for each hub)",)),
+        Phrasing(r"\bHow much should travel on each lane to meet every\b",
+                 ("How much should travel on each lane to meet every",),
+                 ("What quantity ought to move along each lane so as to satisfy each",)),
+        # "are allowed" has two training wordings: the rule stops before it
+        Phrasing(r"\bcost\? Fractional amounts (?=are allowed\.)", ("cost? Fractional amounts ",),
+                 ("cost? Flows in fractions ",)),
+        Phrasing(r"\bSupplies:", ("Supplies:",), ("Available supply:",)),
+        Phrasing(r"\bcan send up to\b", ("can send up to",), ("is able to ship as many as",)),
+        Phrasing(r"\bLanes:", ("Lanes:",), ("Routes available:",)),
+        # table headers
+        Phrasing(r"(?<=\| )location(?= \|)", ("location",), ("site",)),
+        Phrasing(r"(?<=\| )role(?= \|)", ("role",), ("function",)),
+        Phrasing(r"(?<=\| )supply \(", ("supply (",), ("availability (",)),
+        Phrasing(r"(?<=\| )from(?= \|)", ("from",), ("origin",)),
+        Phrasing(r"(?<=\| )to(?= \|)", ("to",), ("destination",)),
+        Phrasing(r"(?<=\| )cost \(\$/", ("cost ($/",), ("unit price ($/",)),
+        Phrasing(r"(?<=\| )fixed cost \(\$\)", ("fixed cost ($)",), ("fixed charge ($)",)),
+        # data.json fields
+        Phrasing(r"\blist of supply nodes\b", ("list of supply nodes",), ("names of the supply nodes",)),
+        Phrasing(r"\blist of transshipment nodes \(no supply, no demand\)",
+                 ("list of transshipment nodes (no supply, no demand)",),
+                 ("names of the transshipment nodes, which neither supply nor demand",)),
+        Phrasing(r"\blist of demand nodes\b", ("list of demand nodes",), ("names of the demand nodes",)),
+        Phrasing(r"\bmost units each plant can send out\b", ("most units each plant can send out",),
+                 ("largest quantity a plant can ship",)),
+        Phrasing(r"\bunits each customer must receive\b", ("units each customer must receive",),
+                 ("quantity a customer has to receive",)),
+        Phrasing(r"\blist of arcs \{from, to, cost \(dollars per unit\), capacity \(most units\)\}",
+                 ("list of arcs {from, to, cost (dollars per unit), capacity (most units)}",),
+                 ("arcs as objects {from, to, cost (in dollars for one unit), capacity (upper limit in units)}",)),
+        Phrasing(r"\blist of \[from, to, dollars\] triples: the fixed cost of using that lane at all; lanes not listed have none\b",
+                 ("list of [from, to, dollars] triples: the fixed cost of using that lane at all; lanes not listed have none",),
+                 ("fixed charges, written as [from, to, dollars], for using a lane at all; a lane that is absent has no fixed charge",)),
+        Phrasing(r"\(only when some lanes have fixed costs\)", ("(only when some lanes have fixed costs)",),
+                 ("(present only if some lanes carry fixed charges)",)),
+        Phrasing(r"\bmost units that may pass through each limited hub\b",
+                 ("most units that may pass through each limited hub",),
+                 ("throughput cap of every limited hub",)),
+        Phrasing(r"\(only when some hubs have a throughput limit\)",
+                 ("(only when some hubs have a throughput limit)",),
+                 ("(present only if some hubs are capped)",)),
+        Phrasing(r"\bdollars per unit passing through each hub\b",
+                 ("dollars per unit passing through each hub",),
+                 ("handling fee in dollars for one unit going via a hub",)),
+        Phrasing(r"\(only when hubs charge a handling fee\)", ("(only when hubs charge a handling fee)",),
+                 ("(present only if hubs charge handling fees)",)),
     )
     data_fields = {
         "plants": "list of supply nodes",
@@ -297,6 +381,11 @@ model.hub_capacity = pyo.Constraint(
                       f"storage terminals ({join_names(hubs)}) to depots ({join_names(customers)}).",
             "relief": f"{words['company'].capitalize()} routes supplies from {join_names(plants)} through the "
                       f"staging areas {join_names(hubs)} to {join_names(customers)}.",
+            "grain": f"{words['company'].capitalize()} hauls wheat from its country elevators ({join_names(plants)}) "
+                     f"by way of river terminals ({join_names(hubs)}) to flour mills ({join_names(customers)}).",
+            "vaccine": f"{words['company'].capitalize()} distributes vaccines from manufacturing sites "
+                       f"({join_names(plants)}) by way of cold-chain hubs ({join_names(hubs)}) to clinics "
+                       f"({join_names(customers)}).",
         }[scenario.key]
         rules = (f"Intermediate {hub_word}s neither produce nor keep goods: what arrives leaves. Every "
                  f"lane has a cost per {unit} and a capacity.")

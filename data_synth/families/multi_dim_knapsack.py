@@ -20,6 +20,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("container", "ocean freight", {
@@ -47,6 +48,33 @@ SCENARIOS = (
         "count_limit": "the mission plan allows at most {k} requests per orbit",
     }),
 )
+# the eval split's own industries, companies, items, resources and units (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("launch", "space launch services", {
+        "company": "a launch provider", "item_prefix": "Payload ", "item_word": "payload",
+        "container": "the next rideshare flight",
+        "resources": [("mass", "kg", (5, 150)), ("dispenser volume", "litres", (2, 60)),
+                      ("power draw", "watts", (0, 80)), ("integration effort", "engineer-days", (1, 15))],
+        "value_word": "contract revenue", "value_unit": "thousand euros", "value_range": (50, 900),
+        "count_limit": "the dispenser has slots for at most {k} payloads",
+    }),
+    Scenario("museum", "touring exhibitions", {
+        "company": "a touring museum", "item_prefix": "Exhibit ", "item_word": "exhibit",
+        "container": "the travelling exhibition",
+        "resources": [("crate weight", "kg", (20, 800)), ("wall space", "metres", (1, 14)),
+                      ("insurance value", "thousand pounds", (10, 300)), ("mounting time", "hours", (1, 12))],
+        "value_word": "visitor appeal", "value_unit": "points", "value_range": (5, 95),
+        "count_limit": "the gallery guards can watch at most {k} exhibits",
+    }),
+    Scenario("cloud", "cloud computing", {
+        "company": "a cloud provider", "item_prefix": "Batch ", "item_word": "batch job",
+        "container": "tonight's maintenance window",
+        "resources": [("CPU time", "core-hours", (4, 200)), ("memory", "GB", (8, 256)),
+                      ("network transfer", "TB", (1, 20)), ("licence seats", "seats", (0, 10))],
+        "value_word": "business value", "value_unit": "credits", "value_range": (10, 500),
+        "count_limit": "the scheduler can admit at most {k} jobs",
+    }),
+)
 
 
 class MultiDimKnapsack(ProblemFamily):
@@ -55,7 +83,66 @@ class MultiDimKnapsack(ProblemFamily):
     problem_type = "IP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"pick": "binary"}
+    phrasings = (
+        # eval-only rewordings of the family's fixed sentences (training keeps its text)
+        Phrasing(r"\bAvailable:(?= )", ("Available:",), ("Capacity on hand:",)),
+        Phrasing(r"\(counting every copy\)", ("(counting every copy)",), ("(each copy counts)",)),
+        Phrasing(r"\bdepend on another one and can only be chosen if it is chosen too\.",
+                 ("depend on another one and can only be chosen if it is chosen too.",),
+                 ("are tied to another one and may be taken only together with it.",)),
+        Phrasing(r"\bdepend on another one:", ("depend on another one:",), ("are tied to another one:",)),
+        Phrasing(r"\bcan only be chosen if\b", ("can only be chosen if",), ("is allowed only when",)),
+        Phrasing(r"\bis chosen too\b", ("is chosen too",), ("is picked as well",)),
+        Phrasing(r"\bcan be taken several times, up to a limit:",
+                 ("can be taken several times, up to a limit:",),
+                 ("may be selected repeatedly, within a limit:",)),
+        Phrasing(r"\bmust be chosen\.", ("must be chosen.",), ("have to be included.",)),
+        Phrasing(r"\bis taken a whole number of times, within its limit\.",
+                 ("is taken a whole number of times, within its limit.",),
+                 ("is selected an integer number of times, never above its limit.",)),
+        Phrasing(r"\bHow many times should each be chosen to maximize the total\b",
+                 ("How many times should each be chosen to maximize the total",),
+                 ("How often ought each to be selected so as to maximise the overall",)),
+        Phrasing(r"\bis taken whole or not at all\.", ("is taken whole or not at all.",),
+                 ("is either taken in full or left out.",)),
+        Phrasing(r"\bWhich should be chosen to maximize the total\b",
+                 ("Which should be chosen to maximize the total",),
+                 ("Which ones ought to be selected so as to maximise the overall",)),
+        Phrasing(r"\bwithout exceeding any limit, and (?=what is that total\?)",
+                 ("without exceeding any limit, and ",),
+                 ("while respecting every limit, and ",)),
+        Phrasing(r"\bis worth\b", ("is worth",), ("brings in",)),
+        Phrasing(r"\bhas a value and uses several limited resources\.",
+                 ("has a value and uses several limited resources.",),
+                 ("carries a value and draws on several scarce resources.",)),
+        Phrasing(r"\bchosen is limited\.", ("chosen is limited.",), ("selected has a cap.",)),
+        Phrasing(r"(?<=\| )most copies(?= \|)", ("most copies",), ("copy limit",)),
+        # data.json fields
+        Phrasing(r"\blist of item names\b", ("list of item names",), ("names of the items",)),
+        Phrasing(r"\blist of resource names\b", ("list of resource names",), ("names of the resources",)),
+        Phrasing(r"\bvalue of each item\b", ("value of each item",), ("worth of an item",)),
+        Phrasing(r"(?<=amount of )the resource the item uses\b", ("the resource the item uses",),
+                 ("that resource consumed by the item",)),
+        Phrasing(r"\bmost items that can be chosen\b", ("most items that can be chosen",),
+                 ("upper limit on the number of chosen items",)),
+        Phrasing(r"\(only when there is such a limit\)", ("(only when there is such a limit)",),
+                 ("(present only if such a limit applies)",)),
+        Phrasing(r"\blist of \[item, other\]: the item can only be chosen when the other is\b",
+                 ("list of [item, other]: the item can only be chosen when the other is",),
+                 ("pairs [item, other] meaning that the item may be picked only together with the other",)),
+        Phrasing(r"\(only when some items depend on others\)", ("(only when some items depend on others)",),
+                 ("(present only if some items are tied to others)",)),
+        Phrasing(r"\bmost times each item can be taken\b", ("most times each item can be taken",),
+                 ("copy limit of an item",)),
+        Phrasing(r"\(only when items can be taken more than once\)",
+                 ("(only when items can be taken more than once)",),
+                 ("(present only if items may be picked repeatedly)",)),
+        Phrasing(r"\bitems that must be chosen \(may be empty\)",
+                 ("items that must be chosen (may be empty)",),
+                 ("items that have to be included (possibly none)",)),
+    )
     data_fields = {
         "items": "list of item names",
         "resources": "list of resource names",
@@ -215,6 +302,12 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
                       f"{words['container']}.",
             "imaging": f"{words['company'].capitalize()} must pick which of {len(items)} {item_word}s to serve "
                        f"during {words['container']}.",
+            "launch": f"{words['company'].capitalize()} has {len(items)} {item_word}s asking for a place on "
+                      f"{words['container']} and has to settle which of them fly.",
+            "museum": f"{words['company'].capitalize()} is selecting which of its {len(items)} {item_word}s go into "
+                      f"{words['container']}.",
+            "cloud": f"{words['company'].capitalize()} has {len(items)} {item_word}s queued and has to settle which "
+                     f"of them to execute in {words['container']}.",
         }[scenario.key]
         limits = "Available: " + ", ".join(f"{fmt(data['capacity'][r])} {units[r]} of {r}" for r in resources)
         if "max_items" in data:

@@ -23,6 +23,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("freight", "freight logistics", {
@@ -44,6 +45,29 @@ SCENARIOS = (
                                                                                "Exchange C"],
         "sinks": ["Business Park", "University", "Hospital", "Suburb"], "unit": "Gbps",
         "money": "dollars per month", "fixed_words": "monthly lease",
+    }),
+)
+# the eval split's own industries, companies, node names, units and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("water", "water utilities", {
+        "company": "a county water board", "link": "transfer main", "open": "lay",
+        "sources": ["Reservoir Alder", "Borehole Cedar", "Desalination Plant"],
+        "hubs": ["Pump House 1", "Pump House 2", "Pump House 3"],
+        "sinks": ["Old Town", "Mill Quarter", "Harbour District", "Airport Park"], "unit": "megalitres a day",
+        "money": "pounds a day", "fixed_words": "daily financing charge for laying it",
+    }),
+    Scenario("parcel", "parcel delivery", {
+        "company": "a parcel courier", "link": "trunk route", "open": "run",
+        "sources": ["Sorting Centre Leipzig", "Sorting Centre Kassel", "Air Hub Cologne"],
+        "hubs": ["Depot Fulda", "Depot Gotha", "Depot Hof"], "sinks": ["Erfurt", "Jena", "Weimar", "Zwickau"],
+        "unit": "parcel cages a night", "money": "euros a night", "fixed_words": "nightly cost of driving the route",
+    }),
+    Scenario("heat", "district heating", {
+        "company": "a district-heating utility", "link": "heat pipe", "open": "install",
+        "sources": ["Waste Incinerator", "Biomass Boiler", "Heat Pump Station"],
+        "hubs": ["Substation K1", "Substation K2", "Substation K3"],
+        "sinks": ["Hospital Campus", "Housing Estate", "Swimming Hall", "Town Hall"], "unit": "megawatts",
+        "money": "kronor a year", "fixed_words": "annualised installation cost",
     }),
 )
 
@@ -85,7 +109,79 @@ class NetworkDesign(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"flow": "nonnegative", "build": "binary"}
+    phrasings = (
+        # eval-only rewordings of the family's fixed sentences (training keeps its text)
+        Phrasing(r"\bis designing its network\.", ("is designing its network.",),
+                 ("is planning the layout of its network.",)),
+        Phrasing(r"\bFlow starts at\b", ("Flow starts at",), ("Flow originates at",)),
+        Phrasing(r", can pass through\b", (", can pass through",), (", may be routed via",)),
+        Phrasing(r", and must reach\b", (", and must reach",), (", and has to arrive at",)),
+        Phrasing(r"\bis one-way; it can only carry flow if the company decides to\b",
+                 ("is one-way; it can only carry flow if the company decides to",),
+                 ("only works in one direction and carries flow only once the firm chooses to",)),
+        Phrasing(r"\bit, which costs a fixed amount \(the\b", ("it, which costs a fixed amount (the",),
+                 ("it, which incurs a fixed charge (the",)),
+        Phrasing(r"\), and then it carries (?=at most its capacity)", ("), and then it carries ",),
+                 ("), after which it can take ",)),
+        Phrasing(r"\bits capacity at a cost per unit of flow\.",
+                 ("its capacity at a cost per unit of flow.",),
+                 ("its capacity, paying a price for every unit of flow.",)),
+        Phrasing(r"\bnodes neither create nor absorb flow\.", ("nodes neither create nor absorb flow.",),
+                 ("nodes keep no flow and add none.",)),
+        Phrasing(r"\bUsing an intermediate node at all also costs a fixed amount; flow can pass through it only when it is used\.",
+                 ("Using an intermediate node at all also costs a fixed amount; flow can pass through it only when it is used.",),
+                 ("A transit node also carries a fixed charge as soon as it is used at all, and only a used node can carry flow.",)),
+        Phrasing(r"\bEach intermediate node has a throughput limit on all the flow it receives\.",
+                 ("Each intermediate node has a throughput limit on all the flow it receives.",),
+                 ("The total flow entering any transit node is capped by its throughput limit.",)),
+        Phrasing(r"\bThroughput limits:", ("Throughput limits:",), ("Caps on hub throughput:",)),
+        Phrasing(r"\bFixed costs of using a hub:", ("Fixed costs of using a hub:",),
+                 ("Fixed charges for using each hub:",)),
+        Phrasing(r"\bWhich hubs should be used, which\b", ("Which hubs should be used, which",),
+                 ("Which hubs ought to be used and which",)),
+        Phrasing(r"\bopened, and how much should flow on each, to deliver every\b",
+                 ("opened, and how much should flow on each, to deliver every",),
+                 ("opened, and what flow ought each to carry, so as to serve each",)),
+        Phrasing(r"\bdemand at minimum total cost \(", ("demand at minimum total cost (",),
+                 ("requirement at the least overall cost (",)),
+        Phrasing(r"\bfixed costs plus flow costs\)\?", ("fixed costs plus flow costs)?",),
+                 ("fixed charges together with flow costs)?",)),
+        Phrasing(r"\bWhat is the minimum total cost in\b", ("What is the minimum total cost in",),
+                 ("How low can the overall cost go, in",)),
+        Phrasing(r"\bAmounts are in\b", ("Amounts are in",), ("Quantities are given in",)),
+        Phrasing(r"\band costs in\b", ("and costs in",), ("and money in",)),
+        Phrasing(r"\bcan send (?=at most\b)", ("can send ",), ("is able to ship ",)),
+        Phrasing(r"\bper unit, fixed cost\b", ("per unit, fixed cost",),
+                 ("for each unit of flow, opening cost",)),
+        # table headers
+        Phrasing(r"(?<=\| )node(?= \|)", ("node",), ("location",)),
+        Phrasing(r"(?<=\| )supply \(", ("supply (",), ("availability (",)),
+        Phrasing(r"(?<=\| )from(?= \|)", ("from",), ("origin",)),
+        Phrasing(r"(?<=\| )to(?= \|)", ("to",), ("destination",)),
+        Phrasing(r"(?<=\| )cost per unit \(", ("cost per unit (",), ("flow cost per unit (",)),
+        Phrasing(r"(?<=\| )fixed cost \(", ("fixed cost (",), ("opening cost (",)),
+        # data.json fields
+        Phrasing(r"\blist of node names\b", ("list of node names",), ("names of all nodes",)),
+        Phrasing(r"\bmost each supply node can send\b", ("most each supply node can send",),
+                 ("largest amount a supply node can ship",)),
+        Phrasing(r"\bamount each demand node must receive\b", ("amount each demand node must receive",),
+                 ("quantity a demand node has to receive",)),
+        Phrasing(r"\(hubs are in neither\)", ("(hubs are in neither)",), ("(hubs appear in neither)",)),
+        Phrasing(r'\blist of candidate links, each \{"from", "to", "capacity", "unit_cost", "fixed_cost"\}: a one-way link, its capacity, its cost per unit of flow and its fixed cost if opened',
+                 ('list of candidate links, each {"from", "to", "capacity", "unit_cost", "fixed_cost"}: a one-way link, its capacity, its cost per unit of flow and its fixed cost if opened',),
+                 ('candidate links as objects {"from", "to", "capacity", "unit_cost", "fixed_cost"} giving a one-directional link with its capacity, its flow cost per unit and the fixed cost of opening it',)),
+        Phrasing(r"\bmost flow that can pass through each hub\b",
+                 ("most flow that can pass through each hub",),
+                 ("throughput cap of every hub",)),
+        Phrasing(r"\(only when hubs have a limit\)", ("(only when hubs have a limit)",),
+                 ("(present only if hubs are capped)",)),
+        Phrasing(r"\bfixed cost of using each hub at all\b", ("fixed cost of using each hub at all",),
+                 ("fixed charge for using a hub at all",)),
+        Phrasing(r"\(only when hubs have a cost\)", ("(only when hubs have a cost)",),
+                 ("(present only if hubs carry a charge)",)),
+    )
     data_fields = {
         "nodes": "list of node names",
         "supply": "most each supply node can send, keyed by supply node",

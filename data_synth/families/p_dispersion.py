@@ -61,6 +61,38 @@ SCENARIOS = (
         "distance_unit": "miles", "money": "thousand pounds", "cost_word": "lease and build cost",
     }),
 )
+# the eval split's own industries, companies, site and region names, units and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("wind", "wind energy", {
+        "intro": "A wind developer is siting new turbines on a plateau and wants them spread as widely as "
+                 "possible, since turbines standing close together rob one another of wind.",
+        "site": "turbine pad", "site_names": ["Pad Aster", "Pad Birch", "Pad Cobalt", "Pad Dahlia", "Pad Ember",
+                                              "Pad Flint", "Pad Garnet", "Pad Hazel", "Pad Iris", "Pad Jasper",
+                                              "Pad Kestrel", "Pad Linden", "Pad Myrtle", "Pad Nettle"],
+        "region_names": ["Upper plateau", "Lower plateau", "East slope", "West slope"],
+        "distance_unit": "kilometres", "money": "million kroner", "cost_word": "foundation and cabling cost",
+    }),
+    Scenario("apiary", "beekeeping", {
+        "intro": "A beekeeping cooperative is placing hives across farmland; hives that sit close together "
+                 "compete for the same flowers, so the chosen spots should lie far apart.",
+        "site": "hive spot", "site_names": ["Clover Bank", "Heather Knap", "Lime Avenue", "Orchard Gate",
+                                            "Willow Bend", "Bramble Corner", "Poppy Field", "Sorrel Meadow",
+                                            "Thistle Ridge", "Vetch Lane", "Yarrow Green", "Elder Copse",
+                                            "Rowan Hedge", "Mallow Brook"],
+        "region_names": ["Ashby parish", "Brent parish", "Colne parish", "Dene parish"],
+        "distance_unit": "miles", "money": "pounds", "cost_word": "stand and fencing cost",
+    }),
+    Scenario("chargers", "electric-vehicle charging", {
+        "intro": "An electric-vehicle charging network is picking sites for fast chargers and wants them well "
+                 "spread out, so that every charger serves a catchment of its own.",
+        "site": "charger site", "site_names": ["Ferry Terminal", "Ring Road Services", "Castle Car Park",
+                                               "Science Park", "Retail Quarter", "Hospital Car Park", "Stadium Lot",
+                                               "Marina Front", "Cathedral Close", "Bus Depot", "Garden Centre",
+                                               "Canal Basin", "Tech Campus", "Leisure Centre"],
+        "region_names": ["Inner ring", "Outer ring", "North corridor", "South corridor"],
+        "distance_unit": "km", "money": "thousand Swiss francs", "cost_word": "grid connection cost",
+    }),
+)
 
 
 def site_distances(rng: random.Random, sites: list[str], side: float = 60.0) -> dict[str, dict[str, int]]:
@@ -91,6 +123,7 @@ class PDispersion(ProblemFamily):
     problem_type = "MILP"
     sense = "max"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"pick": "binary", "min_distance": "nonnegative"}
     data_fields = {
         "sites": "list of candidate site names",
@@ -113,6 +146,54 @@ class PDispersion(ProblemFamily):
         Phrasing(r"\bAlready in use and to be kept among the chosen sites:",
                  ("Already in use and to be kept among the chosen sites:",),
                  ("Operating today, so they stay in the selection:",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bThe candidate\b", ("The candidate",), ("The possible",)),
+        Phrasing(r"\bThe distances in\b", ("The distances in",), ("Measured in",)),
+        Phrasing(r" between the sites are:", (" between the sites are:",),
+                 (", the pairwise site distances are:",)),
+        # the generic "cost of" rule takes the words before this rule and the budget rule below
+        Phrasing(r"(?<=of )each site in\b", ("each site in",), ("every site, in",)),
+        Phrasing(r"(?<=[a-z]) is: ", (" is: ",), (", is: ",)),
+        # "may not exceed" and "at most" have two training wordings: these rules stop before them or start
+        # after them
+        Phrasing(r"(?<=of )the chosen sites (?=may not exceed\b)", ("the chosen sites ",),
+                 ("the selected sites ",)),
+        Phrasing(r"(?<=\d )chosen sites may lie in any one region\b",
+                 ("chosen sites may lie in any one region",),
+                 ("selected sites can sit in a single region",)),
+        Phrasing(r"\bThe sites lie in these regions:", ("The sites lie in these regions:",),
+                 ("Region by region, the sites are:",)),
+        Phrasing(r"\bshould be chosen to maximize\b", ("should be chosen to maximize",),
+                 ("ought to be picked so as to maximise",)),
+        # table headers
+        Phrasing(r"(?<=\| )distance \(", ("distance (",), ("separation (",)),
+        Phrasing(r"(?<=\| )site(?= \|)", ("site",), ("location",)),
+        Phrasing(r"(?<=\| )region(?= \|)", ("region",), ("area",)),
+        # data.json fields
+        Phrasing(r"\blist of candidate site names\b", ("list of candidate site names",),
+                 ("names of the possible sites",)),
+        Phrasing(r"\bnumber of sites to choose\b", ("number of sites to choose",),
+                 ("count of sites to be selected",)),
+        Phrasing(r"\bdistance between sites a and b \(symmetric, for every a != b\)",
+                 ("distance between sites a and b (symmetric, for every a != b)",),
+                 ("distance from site a to site b (the same both ways, for all a != b)",)),
+        Phrasing(r"\bcost of opening each site\b", ("cost of opening each site",),
+                 ("opening cost of a site",)),
+        Phrasing(r"\(only when there is a budget\)", ("(only when there is a budget)",),
+                 ("(present only if a budget applies)",)),
+        Phrasing(r"\bmost total opening cost\b", ("most total opening cost",),
+                 ("largest allowed sum of opening costs",)),
+        Phrasing(r"\blist of region names\b", ("list of region names",), ("names of the regions",)),
+        Phrasing(r"\(only when there is a limit per region\)", ("(only when there is a limit per region)",),
+                 ("(present only if regions are capped)",)),
+        Phrasing(r"\bregion of each site\b", ("region of each site",), ("region a site lies in",)),
+        Phrasing(r"\bmost chosen sites in any one region\b", ("most chosen sites in any one region",),
+                 ("largest number of selected sites in a single region",)),
+        Phrasing(r"\bsites already in use that must be chosen\b",
+                 ("sites already in use that must be chosen",),
+                 ("sites operating today, which have to be selected",)),
+        Phrasing(r"\(only when there are such sites\)", ("(only when there are such sites)",),
+                 ("(present only if some sites are already in use)",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\

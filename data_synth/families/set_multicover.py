@@ -65,6 +65,46 @@ SCENARIOS = (
                                                                 "village beyond its requirement",
     }),
 )
+# the eval split's own industries, services, element names, units and currencies (held out from training)
+EVAL_SCENARIOS = (
+    Scenario("patrols", "private security", {
+        "intro": "A security contractor is planning its night patrols. Each candidate patrol loop passes a fixed "
+                 "list of checkpoints, and every checkpoint needs a minimum number of passes per night.",
+        "set": "patrol loop", "set_prefix": "Loop ", "element": "checkpoint",
+        "element_names": ["Gate House", "Loading Dock", "Car Park B", "Server Hall", "Boiler Room",
+                          "Visitor Lobby", "Chemical Store", "Roof Access", "North Fence", "South Fence",
+                          "Canteen", "Archive Room", "Workshop", "Water Tower"],
+        "serves": "passes", "copy": "round per night", "copies": "rounds per night", "money": "euros",
+        "cost_words": "wage cost per nightly round", "need": "passes per night",
+        "cap_words": "the site rules permit", "excess_words": "logging fee for every pass of a checkpoint "
+                                                              "beyond its requirement",
+    }),
+    Scenario("library", "library services", {
+        "intro": "A county library service is scheduling its mobile library vans for the term. Each candidate "
+                 "van circuit stops at a fixed cluster of hamlets, and every hamlet needs a minimum number of "
+                 "library stops per term.",
+        "set": "van circuit", "set_prefix": "Circuit ", "element": "hamlet",
+        "element_names": ["Ambleside", "Bowness", "Coniston", "Dalton", "Egremont", "Flookburgh", "Grasmere",
+                          "Hawkshead", "Ireby", "Keswick", "Lowick", "Millom", "Nether Wasdale", "Orton"],
+        "serves": "stops at", "copy": "run per term", "copies": "runs per term", "money": "pounds",
+        "cost_words": "cost per termly run", "need": "stops per term",
+        "cap_words": "its parking space allows", "excess_words": "staffing cost for every stop at a hamlet "
+                                                                 "beyond its requirement",
+    }),
+    Scenario("wildfire", "wildfire monitoring", {
+        "intro": "A forest service is planning drone surveillance flights for the fire season. Each candidate "
+                 "flight path overflies a fixed set of forest blocks, and every block needs a minimum number of "
+                 "overflights per day.",
+        "set": "flight path", "set_prefix": "Path ", "element": "forest block",
+        "element_names": ["Cedar Ridge", "Fir Hollow", "Larch Bowl", "Spruce Flat", "Hemlock Gulch",
+                          "Juniper Draw", "Aspen Basin", "Alder Creek", "Redwood Bench", "Yew Canyon",
+                          "Pinyon Mesa", "Sequoia Knob", "Cypress Point", "Tamarack Bog"],
+        "serves": "overflies", "copy": "flight per day", "copies": "flights per day", "money": "dollars",
+        "cost_words": "cost per daily flight", "need": "overflights per day",
+        "cap_words": "airspace rules allow", "excess_words": "image-processing fee for every overflight of a "
+                                                             "block beyond its requirement",
+    }),
+)
 
 
 class SetMulticover(ProblemFamily):
@@ -73,6 +113,7 @@ class SetMulticover(ProblemFamily):
     problem_type = "IP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"use": "binary"}
     phrasings = (
         Phrasing(r"is drawing up its peak-hour timetable\.",
@@ -88,6 +129,58 @@ class SetMulticover(ProblemFamily):
                  ("is either used once or not at all.", "is used at most once."),
                  ("can be picked a single time or left out.",)),
         Phrasing(r"\bneeds at least\b", ("needs at least", "requires at least"), ("must get no fewer than",)),
+        # eval-only rewordings of the fixed sentences of every statement (training keeps its text)
+        Phrasing(r"\bmay be used several times over \(several\b",
+                 ("may be used several times over (several",),
+                 ("can be repeated (several",)),
+        Phrasing(r"\bup to its own limit\b", ("up to its own limit",), ("within a limit of its own",)),
+        Phrasing(r"\bhave a ceiling on their coverage \(", ("have a ceiling on their coverage (",),
+                 ("are capped in coverage (",)),
+        Phrasing(r"\bonly so many\b", ("only so many",), ("no more than a certain number of",)),
+        Phrasing(r"\bThere is a\b", ("There is a",), ("One also pays the",)),
+        Phrasing(r"\bTo meet every\b", ("To meet every",), ("So that each",)),
+        Phrasing(r"'s requirement at minimum\b", ("'s requirement at minimum",),
+                 ("'s requirement is met at the least",)),
+        Phrasing(r"\(the excess fees included\)", ("(the excess fees included)",),
+                 ("(excess fees counted)",)),
+        Phrasing(r"\bhow many times should each\b", ("how many times should each",),
+                 ("how often should each",)),
+        Phrasing(r"\bminimum \(in\b", ("minimum (in",), ("least cost (in",)),
+        Phrasing(r"(?<=[a-z]) is (?=[\d.]+ \w)", (" is ",), (" comes to ",)),
+        Phrasing(r"\bRequirements:", ("Requirements:",), ("Minimum coverage:",)),
+        Phrasing(r"\bAn x marks the\b", ("An x marks the",), ("A cross (x) shows the",)),
+        # table headers
+        Phrasing(r"(?<=\| )most (?=[\w ]+ \|)", ("most ",), ("limit on ",)),
+        Phrasing(r"(?<=\| )required (?=[\w ]+ \|)", ("required ",), ("minimum ",)),
+        # data.json fields
+        Phrasing(r"\blist of the candidate names\b", ("list of the candidate names",),
+                 ("names of the candidates",)),
+        Phrasing(r"\blist of the names of the things to cover\b",
+                 ("list of the names of the things to cover",),
+                 ("names of the elements that need covering",)),
+        Phrasing(r"\blist of the elements one use of the candidate covers\b",
+                 ("list of the elements one use of the candidate covers",),
+                 ("elements covered by a single use of the candidate",)),
+        Phrasing(r"\bcost of one use of each candidate\b", ("cost of one use of each candidate",),
+                 ("price of a single use of a candidate",)),
+        # "needs", "at most" and "keyed by" have two training wordings: these rules stop before them
+        Phrasing(r"\bhow many uses of candidates covering it (?=the element needs)",
+                 ("how many uses of candidates covering it ",),
+                 ("number of uses, by candidates that cover it, that ",)),
+        Phrasing(r"\bmost uses of each candidate\b", ("most uses of each candidate",),
+                 ("use limit of a candidate",)),
+        Phrasing(r"\(only when a candidate may be used several times; otherwise each is used (?=at most once\))",
+                 ("(only when a candidate may be used several times; otherwise each is used ",),
+                 ("(present only if candidates may be used repeatedly; if it is absent, each is used ",)),
+        Phrasing(r"\bmost uses covering the element, (?=keyed by element)",
+                 ("most uses covering the element, ",),
+                 ("coverage ceiling of an element, ",)),
+        Phrasing(r"\bfor the elements with such a ceiling \(only when some have one\)",
+                 ("for the elements with such a ceiling (only when some have one)",),
+                 ("listed only for the elements that have one (present only if some do)",)),
+        Phrasing(r"\bcost of each covering of an element beyond its requirement \(only when there is such a cost\)",
+                 ("cost of each covering of an element beyond its requirement (only when there is such a cost)",),
+                 ("fee for each covering of an element above its requirement (present only if such a fee applies)",)),
     )
     data_fields = {
         "sets": "list of the candidate names",
