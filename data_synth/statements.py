@@ -141,7 +141,7 @@ _EVAL_REWORDINGS = (
     (r"\bkilometres\b", "kilometres", "kilometers"), (r"\blitres\b", "litres", "liters"),
     (r"\bprogramme\b", "programme", "program"), (r"\blabour\b", "labour", "labor"),
     (r"\bwhich\b(?= [a-z]+s (?:to|should|shall|must)\b)", "which", "what"),
-    (r"\bcosts\b(?= (?:a|an|the|its|\$?\d)\b)", "costs", "incurs"), (r"\bpaid\b(?! for\b)", "paid", "settled"),
+    (r"\bcosts\b(?= (?:a|an|the|its)\b| \$?\d)", "costs", "incurs"), (r"\bpaid\b(?! for\b)", "paid", "settled"),
     (r"\bseveral\b(?! of\b)", "several", "multiple"), (r"\bwilling to\b", "willing to", "prepared to"),
     (r"\bmay be\b", "may be", "can be"), (r"\bin full\b", "in full", "entirely"),
     (r"\bfixed\b(?= (?:amount|group|sum|number)\b)", "fixed", "set"), (r"\bin thousand\b", "in thousand",
