@@ -168,7 +168,7 @@ class DietBlending(ProblemFamily):
                  ("(for the listed ingredients alone; included only if some share is capped)",)),
         Phrasing(r"\btrue: every ingredient is used in whole units\b",
                  ("true: every ingredient is used in whole units",),
-                 ("true means all ingredients come in whole units",)),
+                 ("a flag, true when all ingredients come in whole units",)),
         Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
