@@ -21,6 +21,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("freight", "freight logistics", {
@@ -37,6 +38,20 @@ SCENARIOS = (
         "company": "a distribution warehouse", "item": "carton", "item_prefix": "K", "bin": "pallet",
         "bin_prefix": "Pallet ", "unit": "litres", "measure": "volume", "capacity_range": (1200, 2000),
         "task": "consolidate outbound cartons onto shipping pallets",
+    }),
+)
+
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("cold_chain", "pharmaceutical cold-chain distribution", {
+        "company": "a vaccine distributor", "item": "insulated shipper", "item_prefix": "IS",
+        "bin": "refrigerated van", "bin_prefix": "Van ", "unit": "kg", "measure": "packed weight",
+        "capacity_range": (600, 1100), "task": "send the day's insulated shippers out to regional clinics",
+    }),
+    Scenario("archive", "broadcast media archiving", {
+        "company": "a television archive", "item": "video file", "item_prefix": "F", "bin": "tape cartridge",
+        "bin_prefix": "Tape ", "unit": "GB", "measure": "file size", "capacity_range": (120, 200),
+        "task": "copy a season of video files onto archive tape cartridges",
     }),
 )
 
@@ -65,6 +80,7 @@ class BinPacking(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"assign": "binary", "use": "binary"}
     data_fields = {
         "items": "list of item names",
@@ -74,6 +90,34 @@ class BinPacking(ProblemFamily):
         "max_per_bin": "most items one bin may hold (only when there is such a limit)",
         "conflicts": "pairs of items that may not go into the same bin (only when there are such pairs)",
     }
+    # eval-only rewordings of the fixed sentences (training keeps its text)
+    phrasings = (
+        Phrasing(r"\bmay hold more than\b", ("may hold more than",), ("can take more than", "is loaded with over")),
+        Phrasing(r"\bThese pairs of\b", ("These pairs of",), ("The following pairs of",)),
+        Phrasing(r"\bmust travel in different\b", ("must travel in different",),
+                 ("are to be kept in separate", "have to ride in separate")),
+        Phrasing(r"\bmust go to exactly one\b", ("must go to exactly one",),
+                 ("is assigned to precisely one", "has to be put in a single")),
+        Phrasing(r"\bWhat is the minimum number of\b", ("What is the minimum number of",),
+                 ("What would be the smallest count of", "Which is the lowest possible count of")),
+        Phrasing(r"\bneeded to hold all\b", ("needed to hold all",), ("that suffice for all",)),
+        Phrasing(r"\(minimize the number of\b", ("(minimize the number of",), ("(keep low the count of",)),
+        Phrasing(r"\bof each\b(?= [\w -]+ is:)", ("of each",), ("for every",)),
+        Phrasing(r"\blist of item names\b", ("list of item names",), ("names of all items",)),
+        Phrasing(r"\bsize of each item\b", ("size of each item",), ("space every item takes up",)),
+        Phrasing(r"\(in the unit of the capacity\)", ("(in the unit of the capacity)",),
+                 ("(measured like the capacity)",)),
+        Phrasing(r"\blist of the available \(identical\) bins, in the order they are taken into use\b",
+                 ("list of the available (identical) bins, in the order they are taken into use",),
+                 ("identical bins on hand, in the sequence in which they are opened",)),
+        Phrasing(r"\bcapacity of every bin\b", ("capacity of every bin",), ("room available in one bin",)),
+        Phrasing(r"\bmost items one bin may hold\b", ("most items one bin may hold",),
+                 ("largest count of items allowed in one bin",)),
+        Phrasing(r"\bpairs of items that may not go into the same bin\b",
+                 ("pairs of items that may not go into the same bin",),
+                 ("item pairs that have to be placed in different bins",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
+    )
     # the pieces of `model_code_for`: the head and tail always, each optional group when its key is present
     _HEAD = '''\
 model = pyo.ConcreteModel()
@@ -227,6 +271,11 @@ model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
                      f"across {bin_}s.",
             "warehouse": f"The shipping team of {words['company']} wants to {words['task']}. {n_bins} "
                          f"{bin_}s are available and each holds at most {capacity} {unit} of cartons.",
+            "cold_chain": f"{words['company'].capitalize()} has to {words['task']}. {n_bins} identical {bin_}s "
+                          f"can be loaded, and none of them takes more than {capacity} {unit}.",
+            "archive": f"{words['company'].capitalize()} plans to {words['task']}. There are {n_bins} blank "
+                       f"{bin_}s of the same kind, every one of which stores {capacity} {unit}; a {item} has to "
+                       f"sit on a single {bin_}.",
         }[scenario.key]
         rules = ""
         if "max_per_bin" in data:

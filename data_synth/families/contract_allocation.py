@@ -52,6 +52,26 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("timber", "sawmill log supply", {
+        "company": "a sawmill group",
+        "producers": ["Pine Hollow Estate", "Cedar Run Estate", "Spruce Lake Estate", "Larch Valley Estate",
+                      "Fir Crest Estate", "Birch Moor Estate", "Alder Glen Estate"],
+        "contracts": ["Pallet Works", "Furniture Maker", "Pulp Mill", "Board Plant", "Roof Truss Co",
+                      "Flooring Firm", "Shipyard", "Export Terminal"],
+        "unit": "m3", "money": "kronor", "period": "the spring felling season",
+    }),
+    Scenario("grain", "grain merchandising", {
+        "company": "a grain merchant",
+        "producers": ["Prairie Elevator", "Bluestem Elevator", "Coulee Elevator", "Sandhill Elevator",
+                      "Big Sky Elevator", "Red River Elevator", "Flatland Elevator"],
+        "contracts": ["Flour Mill", "Malt House", "Feedlot", "Ethanol Plant", "Pasta Factory", "Cereal Maker",
+                      "Port Exporter", "Brewery"],
+        "unit": "MT", "money": "dollars", "period": "the autumn marketing window",
+    }),
+)
+
 
 class ContractAllocation(ProblemFamily):
     name = "contract_allocation"
@@ -59,6 +79,7 @@ class ContractAllocation(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"deliver": "nonnegative", "take_part": "binary"}
     phrasings = (
         Phrasing(r"\bmust allocate\b", ("must allocate", "has to allocate"), ("is splitting", "needs to divide")),
@@ -69,6 +90,56 @@ class ContractAllocation(ProblemFamily):
                  ("What each producer can supply:",)),
         Phrasing(r"\bContract sizes:", ("Contract sizes:", "Amounts each contract requires:"),
                  ("Volumes to deliver per contract:",)),
+        # eval-only rewordings of the fixed sentences (training keeps its text); each stops short of the
+        # generic words that training writes two ways ("needs", "at least", "the lowest", "what is that")
+        Phrasing(r"\bFor supply diversity, each contract\b(?= needs at least)",
+                 ("For supply diversity, each contract",), ("To keep supply diversified, every contract",)),
+        Phrasing(r"\bthis many distinct producers:", ("this many distinct producers:",),
+                 ("the following count of different producers:",)),
+        Phrasing(r"\bNo producer may take part in more than\b", ("No producer may take part in more than",),
+                 ("No single producer can join more than",)),
+        Phrasing(r"\bEach contract a producer takes part in also costs a fixed fee for that producer:",
+                 ("Each contract a producer takes part in also costs a fixed fee for that producer:",),
+                 ("A producer pays a set fee for every contract it joins:",)),
+        Phrasing(r"\bHow much should each producer deliver to each contract to fulfil every contract at\b"
+                 r"(?= the lowest)",
+                 ("How much should each producer deliver to each contract to fulfil every contract at",),
+                 ("What quantity ought every producer to send to every contract so that all contracts are met at",)),
+        Phrasing(r"\bAmounts may be fractional\.", ("Amounts may be fractional.",),
+                 ("Fractional quantities are acceptable.", "The quantities need not be whole numbers.")),
+        Phrasing(r"\(minimum delivery\b", ("(minimum delivery",), ("(smallest lot",)),
+        Phrasing(r"(?<=\| )cost(?= \()", ("cost",), ("unit price",)),
+        Phrasing(r"(?<=\| )capacity(?= \|)", ("capacity",), ("supply limit",)),
+        Phrasing(r"(?<=\| )minimum delivery(?= \|)", ("minimum delivery",), ("smallest lot",)),
+        Phrasing(r"(?<=\| )contract size(?= \|)", ("contract size",), ("volume ordered",)),
+        Phrasing(r"(?<=needs )its minimum number of distinct producers\.",
+                 ("its minimum number of distinct producers.",), ("its own lower bound on different producers.",)),
+        Phrasing(r"\bA producer takes part in a limited number of contracts\.",
+                 ("A producer takes part in a limited number of contracts.",),
+                 ("The count of contracts one producer can join is capped.",)),
+        Phrasing(r"\bEach participation of a producer in a contract has a fixed cost\.",
+                 ("Each participation of a producer in a contract has a fixed cost.",),
+                 ("Joining a contract means a set fee for the producer.",)),
+        Phrasing(r"\blist of producer names\b", ("list of producer names",), ("names of all producers",)),
+        Phrasing(r"\blist of contract names\b", ("list of contract names",), ("names of all contracts",)),
+        Phrasing(r"\bmost each producer can deliver in all\b", ("most each producer can deliver in all",),
+                 ("largest total volume every producer can supply",)),
+        Phrasing(r"\bamount each contract requires\b", ("amount each contract requires",),
+                 ("volume every contract calls for",)),
+        Phrasing(r"\bcost per unit delivered\b", ("cost per unit delivered",), ("price for each unit supplied",)),
+        Phrasing(r"\bleast a producer delivers to a contract it takes part in\b",
+                 ("least a producer delivers to a contract it takes part in",),
+                 ("smallest lot a producer sends to a contract it joins",)),
+        Phrasing(r"\bleast number of distinct producers per contract\b",
+                 ("least number of distinct producers per contract",),
+                 ("minimum count of different producers for each contract",)),
+        Phrasing(r"\bfixed cost each time a producer takes part in a contract\b",
+                 ("fixed cost each time a producer takes part in a contract",),
+                 ("set fee charged whenever a producer joins a contract",)),
+        Phrasing(r"\bmost contracts any one producer may take part in\b",
+                 ("most contracts any one producer may take part in",),
+                 ("largest count of contracts a single producer can join",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
     )
     data_fields = {
         "producers": "list of producer names",
@@ -234,6 +305,10 @@ model.max_contracts = pyo.Constraint(
                      f"{join_names(contracts)} among its member farms {join_names(producers)}.",
             "coffee": f"{words['company'].capitalize()} must allocate {words['period']}'s contracts of "
                       f"{join_names(contracts)} among the growers {join_names(producers)}.",
+            "timber": f"{words['company'].capitalize()} is dividing the log orders it holds for {words['period']} "
+                      f"({join_names(contracts)}) between the forest estates {join_names(producers)}.",
+            "grain": f"In the course of {words['period']}, {words['company']} has to spread its sales contracts with "
+                     f"{join_names(contracts)} across the country elevators {join_names(producers)}.",
         }[scenario.key]
         rules = ["A producer that takes part in a contract delivers at least its minimum delivery size to it."]
         if "min_producers" in data:

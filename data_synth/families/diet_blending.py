@@ -22,6 +22,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("feed", "animal feed milling", {
@@ -53,6 +54,29 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("pet_food", "pet food manufacturing", {
+        "company": "a dry dog-food plant",
+        "foods": ["chicken meal", "lamb meal", "brewers rice", "pea protein", "beet pulp", "salmon oil",
+                  "flaxseed", "potato flakes", "egg powder", "dried kelp"],
+        "nutrients": [("crude protein", "kg"), ("crude fat", "kg"), ("crude fibre", "kg"), ("omega-3", "g"),
+                      ("zinc", "g"), ("metabolizable energy", "Mcal")],
+        "unit": "sack", "cost_range": (20, 90), "what": "a batch of adult maintenance kibble",
+        "content_range": (0, 70),
+    }),
+    Scenario("fertilizer", "fertilizer blending", {
+        "company": "a farm supply cooperative",
+        "foods": ["urea", "ammonium nitrate", "diammonium phosphate", "triple superphosphate",
+                  "muriate of potash", "potassium sulfate", "gypsum", "dolomite lime", "kieserite",
+                  "zinc sulfate"],
+        "nutrients": [("nitrogen", "kg"), ("phosphate", "kg"), ("potash", "kg"), ("sulfur", "kg"),
+                      ("magnesium", "kg"), ("zinc", "g")],
+        "unit": "bulk bag", "cost_range": (150, 700), "what": "a custom NPK blend for a potato grower",
+        "content_range": (0, 85),
+    }),
+)
+
 
 class DietBlending(ProblemFamily):
     name = "diet_blending"
@@ -60,6 +84,7 @@ class DietBlending(ProblemFamily):
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"amount": "nonnegative"}
     data_fields = {
         "ingredients": "list of ingredient names",
@@ -74,6 +99,78 @@ class DietBlending(ProblemFamily):
                      "ingredients; only when some share is limited)",
         "whole_units": "true: every ingredient is used in whole units (only when fractions are not allowed)",
     }
+    # eval-only rewordings of the fixed sentences (training keeps its text); each stops short of the generic
+    # words that training writes two ways ("at most", "at least", "the lowest", "are allowed", "amount of")
+    phrasings = (
+        Phrasing(r"\bof each ingredient should be used to meet every requirement at\b(?= the lowest)",
+                 ("of each ingredient should be used to meet every requirement at",),
+                 ("of every ingredient ought to go into the blend so that all requirements are met at",)),
+        Phrasing(r"\bFractional amounts\b(?= are allowed)", ("Fractional amounts",), ("Non-integer quantities",)),
+        Phrasing(r" can be used\.(?= |$)", (" can be used.",), (" are usable; fractions are ruled out.",)),
+        Phrasing(r"\bof it are available\.", ("of it are available.",), ("of it can be had.", "of it are in stock.")),
+        Phrasing(r"\bThe blend must contain\b", ("The blend must contain",),
+                 ("The mix shall hold", "The finished blend has to include")),
+        Phrasing(r"\bbut no more than\b", ("but no more than",), ("and not above",)),
+        Phrasing(r"\bIngredient data:", ("Ingredient data:",), ("Figures per ingredient:",)),
+        Phrasing(r"\bRequirements on the blend:", ("Requirements on the blend:",),
+                 ("Limits the blend has to respect:",)),
+        Phrasing(r"(?<=\| )ingredient(?= \|)", ("ingredient",), ("input",)),
+        Phrasing(r"(?<=\| )cost(?= \(\$/)", ("cost",), ("price",)),
+        Phrasing(r"(?<=\| )available(?= \()", ("available",), ("on hand",)),
+        Phrasing(r"(?<=\| )component(?= \|)", ("component",), ("nutrient or element",)),
+        Phrasing(r"(?<=\| )minimum(?= \|)", ("minimum",), ("lower limit",)),
+        Phrasing(r"(?<=\| )maximum(?= \|)", ("maximum",), ("upper limit",)),
+        Phrasing(r"(?<=\| )none(?= \|)", ("none",), ("unlimited",)),
+        Phrasing(r"\bEach ingredient has a cost and contributes to several components; the blend must reach a "
+                 r"minimum of every component, stay under a maximum for some, and use no more of an ingredient "
+                 r"than is available\.",
+                 ("Each ingredient has a cost and contributes to several components; the blend must reach a "
+                  "minimum of every component, stay under a maximum for some, and use no more of an ingredient "
+                  "than is available.",),
+                 ("Every ingredient comes at a price and supplies a number of components; the blend has to reach "
+                  "each component's lower limit, keep some components below an upper limit, and use no "
+                  "ingredient beyond its availability.",)),
+        Phrasing(r"\bThe blend is made in one batch of a fixed total size\.",
+                 ("The blend is made in one batch of a fixed total size.",),
+                 ("The whole blend is produced as a single batch whose total size is fixed.",)),
+        Phrasing(r"\bThe blend must add up to exactly\b", ("The blend must add up to exactly",),
+                 ("The blend shall come to precisely",)),
+        Phrasing(r"\bSome ingredients may make up only a limited share of the whole blend\.",
+                 ("Some ingredients may make up only a limited share of the whole blend.",),
+                 ("A few ingredients are capped as a share of the blend.",)),
+        Phrasing(r"\bShare limits of the whole blend apply:", ("Share limits of the whole blend apply:",),
+                 ("Caps on an ingredient's share of the blend:",)),
+        Phrasing(r"\blist of ingredient names\b", ("list of ingredient names",), ("names of the ingredients",)),
+        Phrasing(r"\blist of nutrient or component names\b", ("list of nutrient or component names",),
+                 ("names of the nutrients or components",)),
+        Phrasing(r"\bcost per unit of each ingredient\b", ("cost per unit of each ingredient",),
+                 ("price of one unit of every ingredient",)),
+        Phrasing(r"(?<=amount of )the component in one unit of the ingredient\b",
+                 ("the component in one unit of the ingredient",),
+                 ("that component contained in a single unit of that ingredient",)),
+        Phrasing(r"\bleast total\b(?= amount of)", ("least total",), ("lowest overall",)),
+        Phrasing(r"(?<=amount of )each component the blend must contain\b", ("each component the blend must contain",),
+                 ("every component that the blend has to hold",)),
+        Phrasing(r"\bmost total\b(?= amount of)", ("most total",), ("highest overall",)),
+        Phrasing(r"(?<=amount of )a component the blend may contain\b", ("a component the blend may contain",),
+                 ("a component that the blend can hold",)),
+        Phrasing(r"\(only the listed components\)", ("(only the listed components)",),
+                 ("(for the listed components alone)",)),
+        Phrasing(r"\bmost units of each ingredient that can be used\b",
+                 ("most units of each ingredient that can be used",),
+                 ("largest number of units of every ingredient on hand",)),
+        Phrasing(r"\btotal units the blend must add up to exactly\b", ("total units the blend must add up to exactly",),
+                 ("units the whole blend has to total precisely",)),
+        Phrasing(r"\bmost share of the whole blend, as a fraction\b", ("most share of the whole blend, as a fraction",),
+                 ("largest fraction of the blend an ingredient may form",)),
+        Phrasing(r"\(only the listed ingredients; only when some share is limited\)",
+                 ("(only the listed ingredients; only when some share is limited)",),
+                 ("(for the listed ingredients alone; included only if some share is capped)",)),
+        Phrasing(r"\btrue: every ingredient is used in whole units\b",
+                 ("true: every ingredient is used in whole units",),
+                 ("a flag, true when all ingredients come in whole units",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
+    )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\
 model = pyo.ConcreteModel()
@@ -242,6 +339,10 @@ model.max_share = pyo.Constraint(
             "feed": f"{words['company'].capitalize()} mixes {join_names(foods)} into {words['what']}.",
             "hospital": f"The dietitian of {words['company']} composes {words['what']} from {join_names(foods)}.",
             "alloy": f"{words['company'].capitalize()} blends {join_names(foods)} into {words['what']}.",
+            "pet_food": f"At {words['company']}, the formulation team turns {join_names(foods)} into "
+                        f"{words['what']}.",
+            "fertilizer": f"{words['company'].capitalize()} prepares {words['what']} by combining "
+                          f"{join_names(foods)}.",
         }[scenario.key]
         amounts = (f"Only whole {unit}s can be used." if "whole_units" in data
                    else "Fractional amounts are allowed.")

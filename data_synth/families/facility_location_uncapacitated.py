@@ -55,6 +55,26 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("seed_depots", "agricultural input supply", {
+        "facility": "seed depot", "facility_names": ["Ashwell", "Barnstaple", "Crediton", "Dulverton", "Exmouth",
+                                                     "Fenwick", "Grantham"],
+        "customer": "farm", "customer_prefix": "Farm ", "unit": "seed bags", "one_unit": "seed bag",
+        "period": "season", "unit_cost_scale": 5,
+        "money": "pounds", "fixed_words": "seasonal cost of leasing a depot",
+        "intro": "An agricultural merchant is planning which seed depots to lease for the planting season.",
+    }),
+    Scenario("charging_hubs", "electric taxi fleets", {
+        "facility": "charging hub", "facility_names": ["Amstel", "Bijlmer", "Diemen", "Noord", "Osdorp",
+                                                       "Sloterdijk", "Zuidas"],
+        "customer": "sector", "customer_prefix": "Sector ", "unit": "charging sessions",
+        "one_unit": "charging session", "period": "day", "unit_cost_scale": 1,
+        "money": "euros", "fixed_words": "daily cost of staffing and powering a hub",
+        "intro": "An electric-taxi operator is choosing which charging hubs to keep open for its fleet.",
+    }),
+)
+
 
 class FacilityLocationUncapacitated(ProblemFamily):
     name = "facility_location_uncapacitated"
@@ -62,6 +82,7 @@ class FacilityLocationUncapacitated(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"open": "binary", "serve": "nonnegative"}
     industrial = True
     # the family's own sentences of the optional rules, in other words for each split (data_synth.statements)
@@ -71,6 +92,41 @@ class FacilityLocationUncapacitated(ProblemFamily):
                  ("shall be opened regardless",)),
         Phrasing(r"\bmay only be served by\b", ("may only be served by", "can be served only by"),
                  ("is to be served solely by",)),
+        # eval-only rewordings of the fixed sentences (training keeps its text); each stops short of the
+        # generic words that training writes two ways ("at most")
+        Phrasing(r"\bThe candidate\b(?= [\w-]+(?: [\w-]+)? are\b)", ("The candidate",), ("The possible",)),
+        Phrasing(r"\bthere is no limit on how much an open\b", ("there is no limit on how much an open",),
+                 ("any open",)),
+        Phrasing(r" can handle\.", (" can handle.",), (" can take on any volume.",)),
+        Phrasing(r", to minimize the total cost\b(?= per)", (", to minimize the total cost",),
+                 (", so that the overall cost",)),
+        Phrasing(r"\(opening costs plus delivery costs\)\?", ("(opening costs plus delivery costs)?",),
+                 ("(the opening costs together with the delivery costs) stays as small as possible?",)),
+        Phrasing(r"\bWhat is the minimum total cost in\b", ("What is the minimum total cost in",),
+                 ("How low can the overall cost go, in", "What would be the least achievable overall cost in")),
+        Phrasing(r"\bdelivered to it is\b(?= at most)", ("delivered to it is",), ("shipped to it comes to",)),
+        Phrasing(r"\bcost in\b(?= \w+ per)", ("cost in",), ("delivery cost in",)),
+        Phrasing(r"\bThe table gives each\b", ("The table gives each",), ("Shown below: every",)),
+        Phrasing(r"; the last row is the demand\.", ("; the last row is the demand.",),
+                 ("; the bottom row holds the requirement.",)),
+        Phrasing(r"\blist of candidate facility names\b", ("list of candidate facility names",),
+                 ("names of all candidate facilities",)),
+        Phrasing(r"\blist of customer names\b", ("list of customer names",), ("names of all customers",)),
+        Phrasing(r"\bcost of opening each facility for the period\b", ("cost of opening each facility for the period",),
+                 ("outlay for opening every facility in the period",)),
+        Phrasing(r"\bdemand of each customer in the period\b", ("demand of each customer in the period",),
+                 ("quantity every customer calls for in the period",)),
+        Phrasing(r"\bcost per unit delivered from the facility to the customer\b",
+                 ("cost per unit delivered from the facility to the customer",),
+                 ("price of delivering one unit from that facility to that customer",)),
+        Phrasing(r"\bmost facilities that can be opened\b", ("most facilities that can be opened",),
+                 ("largest count of facilities permitted to open",)),
+        Phrasing(r"\blist of facilities that must be opened\b", ("list of facilities that must be opened",),
+                 ("facilities that have to be opened",)),
+        Phrasing(r"\ba customer is served only from facilities whose unit cost to it is\b",
+                 ("a customer is served only from facilities whose unit cost to it is",),
+                 ("every customer can be served solely by facilities whose unit cost to it is",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
     )
     data_fields = {
         "facilities": "list of candidate facility names",

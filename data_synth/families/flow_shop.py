@@ -39,6 +39,18 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("printing", "commercial printing", {
+        "company": "a commercial print shop", "job": "print job", "jobs": "print jobs", "job_prefix": "Job ",
+        "machines": ["prepress", "offset press", "folder", "binder"], "time_range": (10, 45),
+    }),
+    Scenario("brewing", "craft brewing", {
+        "company": "a contract brewery", "job": "brew", "jobs": "brews", "job_prefix": "Brew ",
+        "machines": ["mash tun", "lauter tun", "kettle", "whirlpool"], "time_range": (15, 50),
+    }),
+)
+
 
 class FlowShop(ProblemFamily):
     name = "flow_shop"
@@ -46,6 +58,7 @@ class FlowShop(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"place": "binary", "finish": "nonnegative"}
     phrasings = (
         Phrasing(r"Every job visits the machines in the order listed, and all machines process the jobs in the same "
@@ -57,6 +70,46 @@ class FlowShop(ProblemFamily):
         Phrasing(r"\bA machine works on one job at a time\b",
                  ("A machine works on one job at a time", "No machine handles two jobs at once"),
                  ("Each machine can hold only one job at any moment",)),
+        # eval-only rewordings of the fixed sentences (training keeps its text); each stops short of the
+        # generic words that training writes two ways ("what is that", "keyed by")
+        Phrasing(r"\bis never interrupted\.", ("is never interrupted.",), ("runs to completion once started.",)),
+        Phrasing(r"\bAll times are in minutes, counted from now\.", ("All times are in minutes, counted from now.",),
+                 ("Times are given in minutes from the present moment.", "Every time is in minutes, measured from now.")),
+        Phrasing(r"\bNot every\b(?= [\w -]+? is ready now:)", ("Not every",), ("Not every single",)),
+        Phrasing(r"\bis ready now:", ("is ready now:",), ("is available at once:",)),
+        Phrasing(r"\barrive later\.", ("arrive later.",), ("turn up later.",)),
+        Phrasing(r"\barrives later\.", ("arrives later.",), ("turns up later.",)),
+        Phrasing(r"\bonly from its release time:", ("only from its release time:",),
+                 ("no earlier than its release time:",)),
+        Phrasing(r"\bmust come earlier in the sequence than others:", ("must come earlier in the sequence than others:",),
+                 ("are required to precede certain others:",)),
+        Phrasing(r"\bIn which sequence should the\b", ("In which sequence should the",), ("In what order are the",)),
+        Phrasing(r" run so that the last one leaves the\b", (" run so that the last one leaves the",),
+                 (" to be run so that the final one exits the",)),
+        Phrasing(r" run to minimize the sum of their completion times\b",
+                 (" run to minimize the sum of their completion times",),
+                 (" to be run so that their completion times add up to as little as possible",)),
+        Phrasing(r"\(when each leaves the\b", ("(when each leaves the",), ("(the moment each exits the",)),
+        Phrasing(r"(?<=what is that )minimum makespan\b", ("minimum makespan",), ("shortest makespan",)),
+        Phrasing(r"(?<=what is that )minimum total\b", ("minimum total",), ("smallest sum",)),
+        Phrasing(r"\blist of job names\b", ("list of job names",), ("names of the jobs",)),
+        Phrasing(r"\blist of machine names, in the order every job visits them\b",
+                 ("list of machine names, in the order every job visits them",),
+                 ("names of the machines, in the route order shared by all jobs",)),
+        Phrasing(r"\bprocessing time of the job on the machine\b", ("processing time of the job on the machine",),
+                 ("time that job spends on that machine",)),
+        Phrasing(r"\(finish the last job as early as possible\)", ("(finish the last job as early as possible)",),
+                 ("(complete the final job soonest)",)),
+        Phrasing(r"\(minimize the sum of the jobs' completion times\)",
+                 ("(minimize the sum of the jobs' completion times)",),
+                 ("(make the completion times add up to as little as possible)",)),
+        Phrasing(r"\bearliest start of each job on the first machine\b",
+                 ("earliest start of each job on the first machine",),
+                 ("first moment every job may begin on the first machine",)),
+        Phrasing(r"\[first, second\] pairs: the first job must come before the second in the sequence\b",
+                 ("[first, second] pairs: the first job must come before the second in the sequence",),
+                 ("[first, second] pairs meaning the first job is sequenced ahead of the second",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
     )
     data_fields = {
         "jobs": "list of job names",
@@ -237,6 +290,10 @@ model.precedence = pyo.Constraint(range(len(data["precedence"])), rule=lambda mo
                            f"({' -> '.join(machines)}) this shift.",
             "furniture": f"{words['company'].capitalize()} must put {len(jobs)} {job_plural} through "
                          f"{len(machines)} stations in a row: {' -> '.join(machines)}.",
+            "printing": f"{words['company'].capitalize()} has queued {len(jobs)} {job_plural} for a line made of "
+                        f"{' -> '.join(machines)}.",
+            "brewing": f"In the brewhouse of {words['company']}, {len(jobs)} {job_plural} pass through the vessels "
+                       f"{' -> '.join(machines)}, one vessel after another.",
         }[scenario.key]
         rules = ("Every job visits the machines in the order listed, and all machines process the jobs in the same "
                  f"sequence. A machine works on one job at a time, and a {job} is never interrupted. All times are in "

@@ -61,6 +61,24 @@ SCENARIOS = (
     }),
 )
 
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("intermodal", "intermodal rail freight", {
+        "intro": "An intermodal operator is deciding which inland rail terminals will serve as transshipment hubs.",
+        "node": "rail terminal", "node_names": ["Verona", "Bologna", "Padua", "Modena", "Parma", "Brescia", "Trento",
+                                                "Udine", "Ancona", "Rimini", "Bergamo", "Piacenza"],
+        "flow_word": "containers a day", "distance_unit": "km", "money": "euros",
+        "rate": "one euro for each kilometre", "link": "block trains between two hubs",
+    }),
+    Scenario("postal", "national postal services", {
+        "intro": "A national post office is selecting the mail centres that will act as sorting hubs.",
+        "node": "mail centre", "node_names": ["Aarhus", "Odense", "Aalborg", "Esbjerg", "Randers", "Kolding",
+                                              "Horsens", "Vejle", "Roskilde", "Herning", "Silkeborg", "Naestved"],
+        "flow_word": "thousand letters a night", "distance_unit": "km", "money": "kroner",
+        "rate": "one krone for each km", "link": "night vans between two hubs",
+    }),
+)
+
 ALPHAS = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8)
 
 
@@ -87,6 +105,7 @@ class HubLocation(ProblemFamily):
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"assign": "binary", "route": "nonnegative"}
     industrial = True  # 10 nodes: 1,000 variables (single allocation) or 1,910 (multiple), solved in about a second
     data_fields = {
@@ -119,6 +138,49 @@ class HubLocation(ProblemFamily):
         Phrasing(r"\bmay be routed through any of the open hubs\b",
                  ("may be routed through any of the open hubs",),
                  ("can pass through whichever open hubs are cheapest",)),
+        # eval-only rewordings of the fixed sentences (training keeps its text); each stops short of the
+        # generic words that training writes two ways ("what is that", "keyed by")
+        Phrasing(r"\bof them will be opened as hubs\.", ("of them will be opened as hubs.",),
+                 ("of them are to serve as hubs.",)),
+        Phrasing(r", except that\b", (", except that",), (", save that",)),
+        Phrasing(r"(?<=\d) times the distance\.", (" times the distance.",), (" times the leg's length.",)),
+        # "single" is the instance's `allocation` value, kept verbatim (each rule sees the text between such
+        # names), so the rule above never spans it: this one ends where the name starts
+        Phrasing(r"\bsends and receives all of its flow through a(?= \Z)",
+                 ("sends and receives all of its flow through a",), ("routes all of its flow, in and out, via a",)),
+        Phrasing(r"\(a hub uses itself\)", ("(a hub uses itself)",), ("(a hub is its own hub)",)),
+        Phrasing(r"\bThe flow between two\b", ("The flow between two",), ("Traffic between any two",)),
+        Phrasing(r" can become hubs\.", (" can become hubs.",), (" are eligible to be hubs.",)),
+        Phrasing(r"\ba hub costs \(in\b", ("a hub costs (in",), ("a hub has a set-up cost (in",)),
+        Phrasing(r", which is part of the total cost\.", (", which is part of the total cost.",),
+                 (", and this cost counts toward the overall cost.",)),
+        Phrasing(r"\bto minimize the total cost, and\b(?= what is that)", ("to minimize the total cost, and",),
+                 ("so that the overall cost is as low as possible, and",)),
+        Phrasing(r"\ballocated to one of them,", ("allocated to one of them,",), ("assigned to exactly one hub,",)),
+        Phrasing(r"\bThe flows\b(?= \()", ("The flows",), ("The traffic volumes",)),
+        Phrasing(r"\bThe distances in\b", ("The distances in",), ("The leg lengths in",)),
+        Phrasing(r"(?<=\| )flow(?= \()", ("flow",), ("traffic",)),
+        Phrasing(r", from \\ to\b", (", from \\ to",), (", rows = origin, columns = destination",)),
+        Phrasing(r"(?<=\| )distance(?= \()", ("distance",), ("leg length",)),
+        Phrasing(r"\bhub set-up cost(?= \()", ("hub set-up cost",), ("cost to set up a hub",)),
+        Phrasing(r"\blist of node names\b", ("list of node names",), ("names of all nodes",)),
+        Phrasing(r"\bflow from node i to node j \(for every i != j\)", ("flow from node i to node j (for every i != j)",),
+                 ("traffic sent from node i to node j (given for all i != j)",)),
+        Phrasing(r"\bdistance between nodes i and j \(symmetric, for every i != j\)",
+                 ("distance between nodes i and j (symmetric, for every i != j)",),
+                 ("length of the leg joining nodes i and j (the same both ways, given for all i != j)",)),
+        Phrasing(r"\bdiscount factor on legs between two hubs \(their cost is alpha times the distance\)",
+                 ("discount factor on legs between two hubs (their cost is alpha times the distance)",),
+                 ("discount on hub-to-hub legs (such a leg costs alpha times its length)",)),
+        Phrasing(r"\bnumber of hubs to open\b", ("number of hubs to open",), ("count of hubs that must be opened",)),
+        Phrasing(r"\(each node uses one hub for all its flow\)", ("(each node uses one hub for all its flow)",),
+                 ("(all of a node's flow goes through one hub)",)),
+        Phrasing(r"\(flows may use any hubs\)", ("(flows may use any hubs)",),
+                 ("(flows can pass through whichever hubs)",)),
+        Phrasing(r"\bset-up cost of making each node a hub\b", ("set-up cost of making each node a hub",),
+                 ("cost of setting up a hub at every node",)),
+        Phrasing(r"\bnodes that may become hubs\b", ("nodes that may become hubs",), ("nodes eligible to be hubs",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
     )
     # the pieces of `model_code_for`: the head, then the allocation rule's model, each optional piece
     # when its key is present

@@ -51,12 +51,32 @@ SCENARIOS = (
 )
 
 
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("fire_halls", "rural fire protection", {
+        "intro": "A regional fire authority is deciding which volunteer fire halls to keep staffed.",
+        "site": "fire hall", "site_names": ["Kestrel Ridge", "Larchmont", "Millbrook", "Northcott", "Oakhurst",
+                                            "Pinecrest", "Quarry Hill", "Redwater"],
+        "customer": "township", "customer_prefix": "Township ", "weight": "incidents a year",
+        "distance_unit": "km",
+    }),
+    Scenario("cross_docks", "grocery wholesale", {
+        "intro": "A grocery wholesaler is settling which cross-dock depots to lease for the coming season.",
+        "site": "cross-dock depot", "site_names": ["Alder Park", "Birchfield", "Copperton", "Driftwood", "Emberly",
+                                                   "Foxhollow", "Goldcrest", "Hollins"],
+        "customer": "store cluster", "customer_prefix": "Cluster ", "weight": "pallets a day",
+        "distance_unit": "miles",
+    }),
+)
+
+
 class PMedian(ProblemFamily):
     name = "p_median"
     title = "p-median location"
     problem_type = "MILP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"open": "binary", "serve": "nonnegative"}
     industrial = True
     data_fields = {
@@ -70,14 +90,42 @@ class PMedian(ProblemFamily):
         "capacity": "most total weight each site can serve, keyed by site (only when sites have capacities)",
     }
     phrasings = (
-        Phrasing(r"\bof them will be opened\b", ("of them will be opened",), ("among them are to be opened",)),
+        Phrasing(r"\bof them will be opened\b", ("of them will be opened",), ("of them will open",)),
         Phrasing(r"\bis served from the nearest open\b", ("is served from the nearest open",
                                                           "is covered by the closest open"),
-                 ("gets its service from whichever open", "is looked after by the nearest operating")),
+                 ("gets its service from the closest operating", "is looked after by the nearest operating")),
         Phrasing(r"\(the service radius\)\.", ("(the service radius).", "(its service radius)."),
                  ("(the coverage limit).",)),
         Phrasing(r"\bmay be split between several of them\b", ("may be split between several of them",),
                  ("can be divided among several of them",)),
+        # eval-only rewordings of the fixed sentences (training keeps its text); each stops short of the
+        # generic words that training writes two ways ("what is that", "keyed by")
+        Phrasing(r"\bThe candidate\b(?= [\w-]+(?: [\w-]+)? are\b)", ("The candidate",), ("The possible",)),
+        Phrasing(r"\bto minimize the total weighted distance\b", ("to minimize the total weighted distance",),
+                 ("so that the overall demand-weighted distance is as small as possible",)),
+        Phrasing(r"\(weight times distance, summed over all\b", ("(weight times distance, summed over all",),
+                 ("(every weight multiplied by its distance, added up across all",)),
+        Phrasing(r"\bCapacities \(most total weight served\):", ("Capacities (most total weight served):",),
+                 ("Capacity, the largest weight each can take on:",)),
+        Phrasing(r"\bThe weights\b(?= \()", ("The weights",), ("The demand weights",)),
+        Phrasing(r"\bDistances from\b", ("Distances from",), ("Distance measured from",)),
+        Phrasing(r"(?<=\| )distance(?= \()", ("distance",), ("dist.",)),
+        Phrasing(r"(?<=\| )weight(?= \()", ("weight",), ("demand weight",)),
+        Phrasing(r"(?<=\| )capacity(?= \|)", ("capacity",), ("capacity limit",)),
+        Phrasing(r"\blist of candidate site names\b", ("list of candidate site names",),
+                 ("names of all candidate sites",)),
+        Phrasing(r"\blist of customer names\b", ("list of customer names",), ("names of all customers",)),
+        Phrasing(r"\bnumber of sites to open\b", ("number of sites to open",), ("count of sites that must open",)),
+        Phrasing(r"\bweight \(demand\) of each customer\b", ("weight (demand) of each customer",),
+                 ("demand weight of every customer",)),
+        Phrasing(r"\bdistance from the site to the customer\b", ("distance from the site to the customer",),
+                 ("how far that customer lies from that site",)),
+        Phrasing(r"\blargest distance at which a site may serve a customer\b",
+                 ("largest distance at which a site may serve a customer",),
+                 ("greatest distance over which a site can still serve a customer",)),
+        Phrasing(r"\bmost total weight each site can serve\b", ("most total weight each site can serve",),
+                 ("upper limit on the weight a site can serve",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
     )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\

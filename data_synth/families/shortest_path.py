@@ -24,6 +24,7 @@ from data_synth.family import (
     markdown_table,
     size_for,
 )
+from data_synth.statements import Phrasing
 
 SCENARIOS = (
     Scenario("delivery", "last-mile delivery", {
@@ -46,12 +47,31 @@ SCENARIOS = (
 )
 
 
+# the eval split's own industries and names (see ProblemFamily.eval_scenarios)
+EVAL_SCENARIOS = (
+    Scenario("haulage", "open-pit mine haulage", {
+        "what": "a loaded haul truck", "cost": "fuel burn", "unit": "gallons", "place": "junction",
+        "resource": "tyre wear", "resource_unit": "wear points", "resource_range": (0, 7),
+        "names": ["Loading Face", "North Bench", "Ramp Junction", "Haul Bend", "Water Stand", "Fuel Bay",
+                  "Switchback", "East Cut", "Scale House", "Tailings Gate", "Ridge Curve", "Sump Road",
+                  "Primary Crusher"],
+    }),
+    Scenario("rail", "European rail freight", {
+        "what": "a block train", "cost": "running cost", "unit": "euros", "place": "yard",
+        "resource": "traction energy", "resource_unit": "megawatt-hours", "resource_range": (1, 9),
+        "names": ["Duisburg", "Oberhausen", "Venlo", "Eindhoven", "Liege", "Namur", "Metz", "Nancy",
+                  "Strasbourg", "Mulhouse", "Olten", "Bellinzona", "Novara"],
+    }),
+)
+
+
 class ShortestPath(ProblemFamily):
     name = "shortest_path"
     title = "Shortest path"
     problem_type = "LP"
     sense = "min"
     scenarios = SCENARIOS
+    eval_scenarios = EVAL_SCENARIOS
     domains = {"use": "nonnegative"}
     data_fields = {
         "nodes": "list of node names",
@@ -64,6 +84,43 @@ class ShortestPath(ProblemFamily):
                     "when there is a resource limit)",
         "resource_limit": "most of the resource the whole route may use (only when `resource` is given)",
     }
+    # eval-only rewordings of the fixed sentences (training keeps its text); each stops short of the generic
+    # words that training writes two ways ("at most", "what is that")
+    phrasings = (
+        Phrasing(r"\bThe links are:", ("The links are:",), ("Link by link, the values are:",)),
+        Phrasing(r"\bThe route may not pass through\b", ("The route may not pass through",),
+                 ("No part of the route is allowed to touch", "The route has to stay clear of")),
+        Phrasing(r"\bThe route may use\b(?= at most)", ("The route may use",), ("The route can take",)),
+        Phrasing(r"\blinks in all\.", ("links in all.",), ("links altogether.", "links from start to end.")),
+        Phrasing(r"\bEach link also has a\b", ("Each link also has a",), ("On top of that, every link carries a",)),
+        Phrasing(r"\band the whole route may use\b(?= at most)", ("and the whole route may use",),
+                 ("and the route as a whole can consume",)),
+        Phrasing(r"\bFind the route with the smallest total\b", ("Find the route with the smallest total",),
+                 ("Identify the route of least overall", "Work out which route keeps down the overall")),
+        Phrasing(r"(?<=what is that )minimum total\b", ("minimum total",), ("smallest achievable",)),
+        Phrasing(r"\bIf no route exists, say so\.", ("If no route exists, say so.",),
+                 ("Should there be no route at all, report that.", "Report it if no route can be found.")),
+        Phrasing(r"\bof each link:", ("of each link:",), ("link by link:",)),
+        Phrasing(r"(?<=\| )from(?= \|)", ("from",), ("start",)),
+        Phrasing(r"(?<=\| )to(?= \|)", ("to",), ("end",)),
+        Phrasing(r"\blist of node names\b", ("list of node names",), ("names of all the nodes",)),
+        Phrasing(r"\bthe starting node\b", ("the starting node",), ("node where the route begins",)),
+        Phrasing(r"\bthe node to reach\b", ("the node to reach",), ("node where the route has to arrive",)),
+        Phrasing(r"\blist of \[from, to, cost\] triples: a directed link and the cost of using it\b",
+                 ("list of [from, to, cost] triples: a directed link and the cost of using it",),
+                 ("[from, to, cost] entries, one for every directed link, giving what it costs to travel it",)),
+        Phrasing(r"\ba node the route may not pass through\b", ("a node the route may not pass through",),
+                 ("node that is closed to the route",)),
+        Phrasing(r"\bmost links the route may use\b", ("most links the route may use",),
+                 ("largest permitted count of links on the route",)),
+        Phrasing(r"\blist of \[from, to, amount\] triples: how much of the limited resource each link uses\b",
+                 ("list of [from, to, amount] triples: how much of the limited resource each link uses",),
+                 ("[from, to, amount] entries giving the consumption of the capped resource on every link",)),
+        Phrasing(r"\bmost of the resource the whole route may use\b",
+                 ("most of the resource the whole route may use",),
+                 ("cap on the resource consumed along the entire route",)),
+        Phrasing(r"\(only when\b", ("(only when",), ("(included only if",)),
+    )
     # the pieces of `model_code_for`; each optional piece is used when its key is present
     _HEAD = '''\
 model = pyo.ConcreteModel()
@@ -244,6 +301,12 @@ model.resource = pyo.Constraint(expr=sum(resource[l] * model.use[l] for l in lin
                         f"{data['destination']}. Each direct sailing has a {words['cost']} in {unit}.",
             "routing": f"A network engineer must route {words['what']} from {data['origin']} to "
                        f"{data['destination']}. Each directed link has a {words['cost']} in {unit}.",
+            "haulage": f"The mine's dispatch system has to send {words['what']} from {data['origin']} to "
+                       f"{data['destination']}. Every one-way haul road segment below is rated by its "
+                       f"{words['cost']} in {unit}.",
+            "rail": f"A freight operator plans how {words['what']} gets from the {words['place']} at "
+                    f"{data['origin']} to {data['destination']}. For every directed track section the "
+                    f"{words['cost']} in {unit} is known.",
         }[scenario.key]
         rules = []
         if "avoid" in data:
