@@ -22,6 +22,10 @@ class SynthConfig:
     # program styles to write answers in, by key ("sets:indexed/builder:module/footer:termination", see
     # data_synth.render.ProgramStyle); empty: every style each family has
     program_styles: list[str] = field(default_factory=list)
+    # the libraries programs are written with: "pyomo", "gurobipy" (families that give a gurobipy model,
+    # instances within its PyPI licence's 2,000 variables and constraints); empty: Pyomo, and gurobipy
+    # where it is installed
+    program_libraries: list[str] = field(default_factory=list)
     infeasible_share: float = 0.05  # share of candidates made deliberately infeasible (labelled)
     workers: int = 2
     block_size: int = 64  # candidates per resumable block (one shard each)

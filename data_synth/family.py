@@ -36,6 +36,11 @@ A family describes one kind of OR problem (production mix, transportation, ...).
   `formulation` follow the same keys. `variant_of(data)` names the variant (records carry it);
   `python -m data_synth.stats --programs` counts the distinct program skeletons per family (the issue asks
   for >= 4).
+- optionally `gurobipy_code`: the same model in gurobipy (module-level statements that read `data` and
+  build `model = gp.Model(...)` with its objective set; `gp` and `GRB` are imported), the library
+  T-Rex's prompts ask for. Its variables carry the Pyomo variables' names. A family with variants
+  overrides `gurobipy_code_for(data)` as it does `model_code_for`. The family then also has the gurobipy
+  program styles (`data_synth.render.program_styles`), and check 3 runs those programs with Gurobi.
 - optionally `industrial = True` when `sample` also makes "industrial" instances, of at least 1,000
   variables (`size_for(..., industrial=N)`; `pick_names` extends a scenario's names past its list).
 """
@@ -103,6 +108,7 @@ class ProblemFamily(abc.ABC):
     phrasings: tuple = ()  # data_synth.statements.Phrasing rules for this family's fixed sentences
     industrial: bool = False  # True: `sample` also makes "industrial" instances (>= 1,000 variables)
     model_code: str = ""
+    gurobipy_code: str = ""  # the same model in gurobipy ("": the family has only Pyomo programs)
     # key -> meaning (with units), for the "file" representation and the CPT document
     data_fields: dict[str, str] = {}
 
@@ -142,6 +148,10 @@ class ProblemFamily(abc.ABC):
     def model_code_for(self, data: dict) -> str:
         """The Pyomo source of `data`'s model (override when the family has structure variants)."""
         return self.model_code
+
+    def gurobipy_code_for(self, data: dict) -> str:
+        """The gurobipy source of `data`'s model (override when the family has structure variants)."""
+        return self.gurobipy_code
 
     def domains_for(self, data: dict) -> dict[str, str]:
         """The domain of every variable of `model_code_for(data)` (override when a variant changes one)."""

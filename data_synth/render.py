@@ -7,7 +7,10 @@ literal), the family's `model_code`, and a solve footer whose last printed line 
 one of several shapes (index sets declared as `pyo.Set`s or plain Python lists; the model built at
 module level or by a `build_model(data)` function; the solve checked by its termination condition or
 by `pyo.check_optimal_termination`), so the answers do not teach one memorised program body; every
-style prints the same last line, and the pipeline runs the styled program in its verification.
+style prints the same last line, and the pipeline runs the styled program in its verification. A family
+that also gives its model in gurobipy (`gurobipy_code`, the library T-Rex's prompts ask for) has the
+gurobipy styles too: the same data and last line, the model built with `gp.Model` and solved by Gurobi
+(the PyPI wheel's size-limited licence: at most 2,000 variables and 2,000 constraints).
 """
 
 from __future__ import annotations
@@ -66,23 +69,71 @@ else:
     print(f"Status: {{results.solver.termination_condition}}")
 '''
 _FOOTERS = {"termination": SOLVE_FOOTER, "check": CHECK_FOOTER}
+
+GUROBIPY_SOLVE_FOOTER = '''\
+
+model.Params.OutputFlag = 0  # no solver log: the last printed line is the answer
+model.Params.MIPGap = 1e-9  # prove optimality, not within the default 0.01% gap
+model.optimize()
+if model.Status == GRB.OPTIMAL:
+    for variable in model.getVars():
+        if abs(variable.X) > 1e-9:
+            print(variable.VarName, variable.X)
+    print(f"Optimal objective value: {model.ObjVal!r}")
+elif model.Status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
+    print("Status: infeasible")
+else:
+    print(f"Status: {model.Status}")
+'''
+
+GUROBIPY_CHECK_FOOTER = '''\
+
+
+def solve(model):
+    """Solve with Gurobi to proven optimality, without its log; returns the status code."""
+    model.Params.OutputFlag = 0
+    model.Params.MIPGap = 1e-9
+    model.optimize()
+    return model.Status
+
+
+status = solve(model)
+if status == GRB.OPTIMAL and model.SolCount > 0:
+    for variable in model.getVars():
+        if abs(variable.X) > 1e-9:
+            print(variable.VarName, variable.X)
+    print(f"Optimal objective value: {model.ObjVal!r}")
+elif status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
+    print("Status: infeasible")
+else:
+    print(f"Status: {status}")
+'''
+_GUROBIPY_FOOTERS = {"termination": GUROBIPY_SOLVE_FOOTER, "check": GUROBIPY_CHECK_FOOTER}
+LIBRARIES = ("pyomo", "gurobipy")
+# the size-limited licence of the gurobipy wheel on PyPI: a larger model fails with "Model too large"
+GUROBIPY_SIZE_LIMIT = 2000
 # `model.X = pyo.Set(initialize=EXPR)` on one line, without `dimen`: a set the plain style can drop
 _SIMPLE_SET = re.compile(r"^model\.(\w+) = pyo\.Set\(initialize=([^\n]+)\)\n", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class ProgramStyle:
-    """How a program is written: `sets` "indexed" (the family's `pyo.Set`s) or "plain" (Python lists);
-    `builder` "module" (statements at module level) or "function" (`build_model(data)`); `footer`
-    "termination" or "check" (how the solve's outcome is tested)."""
+    """How a program is written: `library` "pyomo" (Pyomo with HiGHS) or "gurobipy" (the family's
+    `gurobipy_code`, solved by Gurobi); `sets` "indexed" (the family's `pyo.Set`s) or "plain" (Python
+    lists; gurobipy programs are always plain); `builder` "module" (statements at module level) or
+    "function" (`build_model(data)`); `footer` "termination" or "check" (how the solve's outcome is
+    tested)."""
 
     sets: str = "indexed"
     builder: str = "module"
     footer: str = "termination"
+    library: str = "pyomo"
 
     @property
     def key(self) -> str:
-        return f"sets:{self.sets}/builder:{self.builder}/footer:{self.footer}"
+        if self.library == "pyomo":  # the keys recipes already pin
+            return f"sets:{self.sets}/builder:{self.builder}/footer:{self.footer}"
+        return f"library:{self.library}/builder:{self.builder}/footer:{self.footer}"
 
 
 DEFAULT_STYLE = ProgramStyle()
@@ -99,18 +150,31 @@ def plain_sets(model_code: str) -> str | None:
     return re.sub(r"\bmodel\.(" + "|".join(map(re.escape, sets)) + r")\b", lambda m: sets[m.group(1)], code)
 
 
-def program_styles(family: ProblemFamily, data: dict | None = None) -> list[ProgramStyle]:
-    """Every style the family's model (of `data`, when its variants differ) can be written in (the plain
-    style needs `pyo.Set`s to drop)."""
-    code = family.model_code if data is None else family.model_code_for(data)
-    set_styles = ["indexed", "plain"] if plain_sets(code) is not None else ["indexed"]
-    return [ProgramStyle(sets, builder, footer) for sets in set_styles for builder in ("module", "function")
-            for footer in _FOOTERS]
+def program_styles(family: ProblemFamily, data: dict | None = None,
+                   libraries: tuple[str, ...] | list[str] = ("pyomo",)) -> list[ProgramStyle]:
+    """Every style of `libraries` the family's model (of `data`, when its variants differ) can be written
+    in (the plain style needs `pyo.Set`s to drop; gurobipy needs the family's `gurobipy_code`)."""
+    styles = []
+    if "pyomo" in libraries:
+        code = family.model_code if data is None else family.model_code_for(data)
+        set_styles = ["indexed", "plain"] if plain_sets(code) is not None else ["indexed"]
+        styles += [ProgramStyle(sets, builder, footer) for sets in set_styles for builder in ("module", "function")
+                   for footer in _FOOTERS]
+    if "gurobipy" in libraries and (family.gurobipy_code if data is None else family.gurobipy_code_for(data)):
+        styles += [ProgramStyle("plain", builder, footer, "gurobipy") for builder in ("module", "function")
+                   for footer in _GUROBIPY_FOOTERS]
+    return styles
 
 
 def _model_body(family: ProblemFamily, data: dict, style: ProgramStyle) -> str:
     code = family.model_code_for(data).strip() + "\n"
-    if style.sets == "plain":
+    if style.library == "gurobipy":
+        code = family.gurobipy_code_for(data).strip() + "\n"
+        if not code.strip():
+            raise ValueError(f"{family.name} gives no gurobipy model, so it has no gurobipy style")
+    elif style.library != "pyomo":
+        raise ValueError(f"unknown library {style.library!r}; use {' or '.join(LIBRARIES)}")
+    elif style.sets == "plain":
         plain = plain_sets(code)
         if plain is None:
             raise ValueError(f"{family.name} declares no pyo.Set, so it has no plain-sets style")
@@ -135,9 +199,16 @@ def solver_name(family: ProblemFamily, data: dict | None = None) -> str:
 
 def render_program(family: ProblemFamily, data: dict, representation: str,
                    style: ProgramStyle = DEFAULT_STYLE) -> str:
-    """The self-contained Pyomo + HiGHS program for `data` in this representation and style."""
+    """The self-contained Pyomo + HiGHS (or gurobipy) program for `data` in this representation and style."""
     if style.footer not in _FOOTERS:
         raise ValueError(f"unknown footer style {style.footer!r}; use {', '.join(_FOOTERS)}")
+    if style.library == "gurobipy":
+        imports = "import gurobipy as gp\nfrom gurobipy import GRB\n"
+        if representation == "file":
+            head = f'import json\n\n{imports}\nwith open("data.json") as f:\n    data = json.load(f)\n'
+        else:
+            head = f"{imports}\ndata = {pprint.pformat(data, width=100, sort_dicts=False)}\n"
+        return f"{head}\n{_model_body(family, data, style)}\n{_GUROBIPY_FOOTERS[style.footer]}"
     if representation == "file":
         head = 'import json\n\nimport pyomo.environ as pyo\n\nwith open("data.json") as f:\n    data = json.load(f)\n'
     else:
@@ -217,6 +288,9 @@ def cpt_document(record: dict, family: ProblemFamily, scenario: Scenario, soluti
 
 SYSTEM_PROMPT = ("You are an expert in operations research. Formulate the user's problem as a mathematical "
                  "optimization model and/or a Python program using Pyomo with the HiGHS solver.")
+# the request of a sample whose program is written in gurobipy (T-Rex's prompts ask for it)
+GUROBIPY_SYSTEM_PROMPT = ("You are an expert in operations research. Formulate the user's problem as a "
+                          "mathematical optimization model and/or a Python program using gurobipy.")
 
 _STYLE_REQUEST = {
     "model": "Write the mathematical model (sets, parameters, variables, objective, constraints).",
@@ -225,6 +299,18 @@ _STYLE_REQUEST = {
     "program": "Write a Python program using Pyomo and HiGHS that solves it and prints the optimal objective "
                "value on its last line.",
 }
+_GUROBIPY_REQUEST = {
+    **_STYLE_REQUEST,
+    "model_program": "Write the mathematical model, then a Python program using gurobipy that solves it and "
+                     "prints the optimal objective value on its last line.",
+    "program": "Write a Python program using gurobipy that solves it and prints the optimal objective value "
+               "on its last line.",
+}
+
+
+def style_library(style_key: str) -> str:
+    """The library of a program style key (`ProgramStyle.key`): "gurobipy" or "pyomo"."""
+    return "gurobipy" if style_key.startswith("library:gurobipy") else "pyomo"
 
 
 def question_text(statement: str, file_data: dict | None = None) -> str:
@@ -240,15 +326,21 @@ def _file_data(record: dict) -> dict | None:
     return record["data"] if record["representation"] == "file" else None
 
 
-def request_messages(statement: str, file_data: dict | None = None, answer_style: str = "program") -> list[dict]:
-    """The system and user messages of an SFT sample of this answer style. `trex eval --prompt synth`
-    asks its questions with exactly these messages (answer style "program"), so a model trained on
-    the synthetic samples is evaluated on the prompt it learned."""
+def request_messages(statement: str, file_data: dict | None = None, answer_style: str = "program",
+                     library: str = "pyomo") -> list[dict]:
+    """The system and user messages of an SFT sample of this answer style, asking for a program in
+    `library` ("pyomo" or "gurobipy"). `trex eval --prompt synth` asks its questions with exactly these
+    messages (answer style "program", Pyomo), so a model trained on the synthetic samples is evaluated on
+    the prompt it learned."""
     if answer_style not in _STYLE_REQUEST:
         raise ValueError(f"unknown answer style {answer_style!r}; use one of {', '.join(_STYLE_REQUEST)}")
+    if library not in LIBRARIES:
+        raise ValueError(f"unknown library {library!r}; use {' or '.join(LIBRARIES)}")
+    system, requests = ((GUROBIPY_SYSTEM_PROMPT, _GUROBIPY_REQUEST) if library == "gurobipy"
+                        else (SYSTEM_PROMPT, _STYLE_REQUEST))
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"{question_text(statement, file_data)}\n\n{_STYLE_REQUEST[answer_style]}"},
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"{question_text(statement, file_data)}\n\n{requests[answer_style]}"},
     ]
 
 
@@ -272,7 +364,8 @@ def sft_sample(record: dict, answer_style: str) -> dict:
         "family": record["family"],
         "representation": record["representation"],
         "answer_style": answer_style,
-        "messages": request_messages(record["statement"], _file_data(record), answer_style)
+        "messages": request_messages(record["statement"], _file_data(record), answer_style,
+                                     style_library(record.get("program_style", "")))
         + [{"role": "assistant", "content": answer}],
     }
 

@@ -42,6 +42,8 @@ from data_synth.config import SynthConfig
 from data_synth.family import ALL_DIFFICULTIES, DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
 from data_synth.files import write_json_atomic, write_text_atomic
 from data_synth.render import (
+    GUROBIPY_SIZE_LIMIT,
+    LIBRARIES,
     ProgramStyle,
     cpt_document,
     eval_item,
@@ -87,14 +89,22 @@ def check_config(config: SynthConfig, where: str = "[synth]") -> None:
         raise ValueError(f"{where}.difficulty: {', '.join(lacking)} have no industrial size and no other difficulty "
                          f"is asked for; give small/medium/large a weight too, or choose families that scale: "
                          f"{', '.join(scaling)}")
-    all_styles = {style.key for family in available.values() for style in program_styles(family)}
+    unknown = [name for name in config.program_libraries if name not in LIBRARIES]
+    if unknown:
+        raise ValueError(f"{where}.program_libraries: unknown libraries {', '.join(unknown)}; use "
+                         f"{', '.join(LIBRARIES)}")
+    if "gurobipy" in config.program_libraries and not gurobipy_installed():
+        raise ValueError(f"{where}.program_libraries: gurobipy is not installed; pip install gurobipy "
+                         "(or trex[eval]), or leave it out")
+    libraries = program_libraries(config)
+    all_styles = {style.key for family in available.values() for style in program_styles(family, None, libraries)}
     unknown = [key for key in config.program_styles if key not in all_styles]
     if unknown:
         raise ValueError(f"{where}.program_styles: unknown styles {', '.join(unknown)}; use {', '.join(sorted(all_styles))}")
     for family in split_families(config, "eval"):
         if not family_styles(config, family):
             raise ValueError(f"{where}.program_styles: {family.name} has none of {', '.join(config.program_styles)}; "
-                             f"it has {', '.join(style.key for style in program_styles(family))}")
+                             f"it has {', '.join(style.key for style in program_styles(family, None, libraries))}")
     if config.n < 0 or config.eval_n < 0:
         raise ValueError(f"{where}.n and eval_n must be >= 0")
     if not 0.0 <= config.infeasible_share <= 1.0:
@@ -131,11 +141,39 @@ def family_difficulties(family: ProblemFamily) -> tuple[str, ...]:
     return ALL_DIFFICULTIES if family.industrial else DIFFICULTIES
 
 
+def gurobipy_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("gurobipy") is not None
+
+
+def program_libraries(config: SynthConfig) -> tuple[str, ...]:
+    """The libraries programs are written with: the configured ones, else Pyomo and, where it is
+    installed, gurobipy."""
+    if config.program_libraries:
+        return tuple(name for name in LIBRARIES if name in config.program_libraries)
+    return ("pyomo", "gurobipy") if gurobipy_installed() else ("pyomo",)
+
+
+def gurobipy_fits(family: ProblemFamily, data: dict) -> bool:
+    """Whether `data`'s model stays within the gurobipy wheel's size-limited licence (its matrix build's
+    columns and rows, with a margin for the rows a gurobipy model may split)."""
+    from data_synth.verify import build_matrix
+
+    matrix = build_matrix(family, data)
+    limit = GUROBIPY_SIZE_LIMIT * 0.9
+    return len(matrix.col_cost) <= limit and len(matrix.row_lower) <= limit
+
+
 def family_styles(config: SynthConfig, family: ProblemFamily, data: dict | None = None) -> list[ProgramStyle]:
-    """The program styles a family's answers (for `data`'s variant, when given) are written in under
-    `config`."""
-    styles = program_styles(family, data)
-    return [style for style in styles if style.key in config.program_styles] if config.program_styles else styles
+    """The program styles a family's answers (for `data`'s variant and size, when given) are written in
+    under `config`."""
+    styles = program_styles(family, data, program_libraries(config))
+    if config.program_styles:
+        styles = [style for style in styles if style.key in config.program_styles]
+    if data is not None and any(style.library == "gurobipy" for style in styles) and not gurobipy_fits(family, data):
+        styles = [style for style in styles if style.library != "gurobipy"]
+    return styles
 
 
 def fingerprint_config(config: SynthConfig) -> dict:
@@ -143,6 +181,7 @@ def fingerprint_config(config: SynthConfig) -> dict:
     settings = dataclasses.asdict(config)
     for key in ("workers", "out", "teacher_timeout"):
         settings.pop(key)
+    settings["program_libraries"] = list(program_libraries(config))  # "" resolves by what is installed
     return settings
 
 

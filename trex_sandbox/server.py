@@ -298,6 +298,11 @@ def install_hooks(events_fd):
             def __init__(self, *args, **kwargs):
                 super().__init__(*args, **kwargs)
                 built_models.append(self)
+                # one solver thread, as for HiGHS: the sandbox already runs a program per core
+                try:
+                    self.Params.Threads = 1
+                except Exception:
+                    pass
 
             def optimize(self, *args, **kwargs):
                 result = super().optimize(*args, **kwargs)

@@ -188,6 +188,50 @@ model.forbidden = pyo.Constraint(model.closed, rule=lambda model, s, d: model.sh
 
     model_code = _SETS + _OBJECTIVE + _SUPPLY_DEMAND  # the base model (the other pieces are optional)
 
+    # the same model in gurobipy, piece by piece as `model_code_for`
+    _GP_VARS = '''\
+S, D = data["sources"], data["destinations"]
+model = gp.Model("transportation")
+ship = model.addVars(S, D, lb=0.0, name="ship")
+'''
+    _GP_OBJECTIVE = '''\
+
+model.setObjective(gp.quicksum(data["cost"][s][d] * ship[s, d] for s in S for d in D), GRB.MINIMIZE)
+'''
+    _GP_FIXED_COST = '''\
+use = model.addVars(S, D, vtype=GRB.BINARY, name="use")  # 1 when the route carries anything
+
+model.setObjective(
+    gp.quicksum(data["cost"][s][d] * ship[s, d] + data["fixed_cost"][s][d] * use[s, d] for s in S for d in D),
+    GRB.MINIMIZE,
+)
+# a route ships only when it is used; a source never ships more than its supply on one route
+model.addConstrs((ship[s, d] <= data["supply"][s] * use[s, d] for s in S for d in D), name="use_route")
+'''
+    _GP_SUPPLY_DEMAND = '''\
+model.addConstrs((ship.sum(s, "*") <= data["supply"][s] for s in S), name="supply")
+model.addConstrs((ship.sum("*", d) >= data["demand"][d] for d in D), name="demand")
+'''
+    _GP_ROUTE_CAPACITY = '''\
+model.addConstrs(
+    (ship[s, d] <= data["route_capacity"][s][d] for s in data["route_capacity"] for d in data["route_capacity"][s]),
+    name="route_capacity",
+)
+'''
+    _GP_FORBIDDEN = '''\
+model.addConstrs((ship[s, d] == 0 for s, d in data["forbidden"]), name="forbidden")
+'''
+    gurobipy_code = _GP_VARS + _GP_OBJECTIVE + _GP_SUPPLY_DEMAND
+
+    def gurobipy_code_for(self, data: dict) -> str:
+        code = self._GP_VARS + (self._GP_FIXED_COST if "fixed_cost" in data else self._GP_OBJECTIVE)
+        code += self._GP_SUPPLY_DEMAND
+        if "route_capacity" in data:
+            code += self._GP_ROUTE_CAPACITY
+        if "forbidden" in data:
+            code += self._GP_FORBIDDEN
+        return code
+
     def model_code_for(self, data: dict) -> str:
         code = self._SETS + (self._FIXED_COST if "fixed_cost" in data else self._OBJECTIVE) + self._SUPPLY_DEMAND
         if "route_capacity" in data:
