@@ -75,6 +75,7 @@ def test_trex_plan_out_writes_a_train_parallel_table_the_engine_resolves(tmp_pat
     assert result.exit_code == 0, result.output
     parallel = load_recipe(fragment).section("train").parallel
     assert (parallel.pp_schedule, parallel.pp_virtual_stages, parallel.noop_layer_slots) == ("Interleaved1F1B", 2, [3, 62, 63])
+    assert parallel.swap_optimizer  # the paper's layout swaps the optimizer; the engine's swap does the same
     dims = ParallelDims.from_section(parallel, 512)
     assert (dims.tp, dims.pp, dims.ep, dims.dp, dims.edp) == (2, 8, 64, 32, 1)
     dims.check_engine_supports()

@@ -62,7 +62,10 @@ def _fragment(evaluation, job, plan, cluster_name: str) -> str:
     virtual = slots // (layout.pp * layout.vpp_layers) if layout.vpp_layers else 1
     parallel = {"tp": layout.tp, "pp": layout.pp, "ep": layout.ep, "etp": layout.etp, "cp": layout.cp,
                 "dp_replicate": 1, "dp_shard": -1, "pp_schedule": "Interleaved1F1B" if virtual > 1 else "1F1B",
-                "pp_virtual_stages": virtual, "noop_layer_slots": list(layout.noop_layers)}
+                "pp_virtual_stages": virtual, "noop_layer_slots": list(layout.noop_layers),
+                # the native engine's swap moves AdamW's moments to the host (the fp32_master precision's 8
+                # optimizer bytes per element), as the planner's swap does
+                "swap_optimizer": layout.optimizer_swap}
     if layout.recompute in ("none", "full"):
         # the planner's "selective" (activation functions, indexer scores) is not the engine's every-n-th
         # block, so that one is left to the recipe

@@ -97,7 +97,7 @@ def _train(stage: str, recipe_path, overrides, data, run_dir, max_steps, save_ev
     else:
         with layout.stage_command():
             result = training.run(force=force)
-    if not result.ran:
+    if not result.ran or result.details is None:  # None: finished before this command started training
         out.print(result.said())
     elif int(os.environ.get("RANK", "0")) == 0:
         _print_summary(stage, result.folder, result.details)

@@ -58,6 +58,10 @@ class ParallelSection:
     activation_checkpoint: str | list[str] = "none"
     selective_every: int = 2  # "selective": recompute every n-th layer
     offload_optimizer: bool = False  # keep the sharded fp32 master weights and AdamW states in host memory
+    # T-Rex's swap optimizer: AdamW's two fp32 moments live in host memory and stream through two device
+    # buffers for a step that runs on the device (`swap_optimizer.py`); the master weights stay on the device
+    swap_optimizer: bool = False
+    swap_optimizer_buckets: int = 16  # transfers per step; the device holds two buckets of moments at once
     # when FSDP reduce-scatters gradients: "step", once per optimizer step after the last micro-batch
     # (each unit keeps its unsharded fp32 gradient between micro-batches); "micro_batch", after every
     # micro-batch (one collective per micro-batch, but only sharded gradients are kept); pipelined
@@ -66,6 +70,13 @@ class ParallelSection:
 
 
     def __post_init__(self) -> None:
+        if self.swap_optimizer and self.offload_optimizer:
+            raise ValueError(
+                "[train.parallel] swap_optimizer and offload_optimizer are both set: offload runs the AdamW step on "
+                "the host, swap keeps it on the device with the moments in host memory; choose one"
+            )
+        if self.swap_optimizer_buckets < 1:
+            raise ValueError(f"[train.parallel] swap_optimizer_buckets = {self.swap_optimizer_buckets}: use 1 or more")
         mode = self.activation_checkpoint
         if isinstance(mode, str) and mode in CHECKPOINT_MODES:
             return

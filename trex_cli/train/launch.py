@@ -118,6 +118,25 @@ def run_torchrun(arguments: list[str]) -> int:
     return 0
 
 
+def die_with_the_launcher() -> None:
+    """Have the kernel SIGKILL this worker when torchrun's agent, its parent, dies (Linux).
+
+    Ctrl-C and SIGTERM reach the agent, which stops its workers itself; SIGKILL cannot be caught, so
+    without this a `kill -9` of `trex train` would leave the workers training on, writing checkpoints and
+    the manifest while a rerun of the same command resumes in the same stage folder."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the agent died before the request was made: no one would stop this worker
+        sys.exit(1)
+
+
 def main(argv: list[str]) -> int:
     """The entry points `spawn_torchrun` starts: `python -m trex_cli.train.launch --torchrun <torchrun
     arguments>` (the launcher) and `python -m trex_cli.train.launch <launch.json>` (each worker)."""
@@ -126,6 +145,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m trex_cli.train.launch <launch.json>", file=sys.stderr)
         return 2
+    die_with_the_launcher()
     job = job_from_dict(json.loads(Path(argv[0]).read_text()))
     job.show_progress = False  # several processes share the terminal
     try:

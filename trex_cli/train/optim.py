@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor, Shard
 
+from trex_cli.console import warn
 from trex_cli.train.config import StageSchedule, TrainSection
 
 EXPERT_PARALLEL_ATTRIBUTE = "_trex_expert_parallel_size"  # set by expert_parallel on its parameters
@@ -45,13 +46,16 @@ def build_optimizer(model: torch.nn.Module, train: TrainSection, schedule: Stage
     # a CPU step of the `small` flavor; elsewhere (NPU) the foreach kernels.
     device_types = {p.device.type for group in param_groups for p in group["params"]}
     fused = device_types <= {"cpu", "cuda"}
-    return torch.optim.AdamW(
-        param_groups,
-        lr=schedule.lr,
-        betas=(train.adam_beta1, train.adam_beta2),
-        eps=train.adam_eps,
-        **({"fused": True} if fused else {"foreach": True}),
-    )
+    options = {"lr": schedule.lr, "betas": (train.adam_beta1, train.adam_beta2), "eps": train.adam_eps,
+               **({"fused": True} if fused else {"foreach": True})}
+    if train.parallel.swap_optimizer:
+        from trex_cli.train.swap_optimizer import SwappedAdamW
+
+        if device_types == {"cpu"}:
+            warn("[train.parallel] swap_optimizer saves no memory on a CPU (host and device memory are one); the "
+                 "step still streams the moments through its two buffers")
+        return SwappedAdamW(param_groups, buckets=train.parallel.swap_optimizer_buckets, **options)
+    return torch.optim.AdamW(param_groups, **options)
 
 
 def warmup_cosine(schedule: StageSchedule):
