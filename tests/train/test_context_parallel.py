@@ -161,3 +161,41 @@ def test_context_parallel_matches_the_unsplit_computation(case):
 
     multiprocessing.spawn(_rank, args=(_free_port(), case), nprocs=WORLD, join=True)
 
+
+
+def _halo_rank(rank: int, port: int, world: int) -> None:
+    """Every (chunk, window) case: the halo equals the gathered sequence's positions before the chunk, and
+    its backward gives each rank the gradient that gathering would (the sum over the ranks' halos)."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        from trex_cli.train.context_parallel import gather_sequence, sequence_halo
+
+        group = torch.distributed.group.WORLD
+        for chunk_len, window in [(4, 3), (4, 4), (4, 10), (4, 15), (3, 1)]:
+            generator = torch.Generator().manual_seed(chunk_len * 100 + window)
+            whole = torch.randn(2, world * chunk_len, 3, generator=generator)
+            weights = torch.randn(2, world * chunk_len, 3, generator=generator)
+            start = rank * chunk_len
+            halo_len = min(window, start)
+
+            mine = whole[:, start : start + chunk_len].clone().requires_grad_(True)
+            halo = sequence_halo(mine, group, window)
+            assert halo.shape == (2, halo_len, 3), (chunk_len, window, halo.shape)
+            torch.testing.assert_close(halo, whole[:, start - halo_len : start], rtol=0, atol=0)
+            (halo * weights[:, start - halo_len : start]).sum().backward()
+
+            reference = whole[:, start : start + chunk_len].clone().requires_grad_(True)
+            gathered = gather_sequence(reference, group)[:, start - halo_len : start]
+            (gathered * weights[:, start - halo_len : start]).sum().backward()
+            torch.testing.assert_close(mine.grad, reference.grad, rtol=1e-6, atol=1e-6)
+            assert rank == world - 1 or mine.grad.abs().sum() > 0  # every chunk but the last lends keys
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_the_window_halo_is_what_gathering_the_sequence_gives_on_four_ranks():
+    """Windows shorter than a chunk (one rank back), as long as one, and reaching over several chunks."""
+    import torch.multiprocessing as multiprocessing
+
+    multiprocessing.spawn(_halo_rank, args=(_free_port(), 4), nprocs=4, join=True)

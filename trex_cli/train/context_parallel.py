@@ -1,10 +1,11 @@
 """Context parallel: the ranks of a `cp` group split every row's sequence into contiguous chunks.
 
 Each rank computes the queries, the MoE and the losses of its chunk; what the V4 attention reads on the
-key side must cover the whole causal prefix, so it is gathered over the group in every attention layer:
+key side must cover the causal prefix it reaches, so every attention layer fetches it from the group:
 
 - the window keys (one shared KV head): each query sees up to `sliding_window` keys back, which may
-  lie in earlier chunks;
+  lie in earlier chunks; only those (the halo) are exchanged, point to point with the ranks that hold
+  them, not the whole sequence;
 - the compressors' per-token projections (CSA, HCA and the indexer's keys): every rank pools the whole
   sequence's windows into the same compressed entries, so the entries, the indexer's scores at this
   rank's queries and their top-k are those of the unsplit rows.
@@ -60,6 +61,83 @@ class _GatherSequence(torch.autograd.Function):
         return part.movedim(0, 1).to(grad.dtype), None
 
 
+def _halo_pieces(rank: int, size: int, chunk_len: int, window: int) -> list[tuple[int, int, int]]:
+    """What rank `rank` of a group of `size` chunks of `chunk_len` positions needs of the keys before its
+    chunk for a window of `window` positions back: (source rank, first, end) in the source's chunk
+    coordinates, earliest first; together they are the last min(window, rank x chunk_len) positions
+    before the chunk."""
+    need = min(window, rank * chunk_len)
+    pieces = []
+    for source in range(rank - 1, -1, -1):
+        if need <= 0:
+            break
+        take = min(need, chunk_len)
+        pieces.append((source, chunk_len - take, chunk_len))
+        need -= take
+    return pieces[::-1]
+
+
+def _exchange(sends: list[tuple[int, torch.Tensor]], receives: list[tuple[int, torch.Tensor]], group) -> None:
+    """Point-to-point sends and receives (group ranks), all posted at once so no order can deadlock."""
+    operations = [dist.P2POp(dist.isend, tensor, group=group, group_peer=peer) for peer, tensor in sends]
+    operations += [dist.P2POp(dist.irecv, tensor, group=group, group_peer=peer) for peer, tensor in receives]
+    if operations:
+        for request in dist.batch_isend_irecv(operations):
+            request.wait()
+
+
+class _SequenceHalo(torch.autograd.Function):
+    """Forward: the `window` positions before this rank's chunk ([B, halo, ...]), received from the ranks
+    that hold them (one rank back when the window fits in a chunk); each rank sends only those positions of
+    its chunk that later ranks' windows reach. Backward: the halo's gradient goes back to its owners, which
+    add it to their chunk's gradient (fp32 sums: a key may be in several ranks' halos)."""
+
+    @staticmethod
+    def forward(ctx, chunk: torch.Tensor, group, window: int) -> torch.Tensor:
+        size, rank = dist.get_world_size(group), dist.get_rank(group)
+        chunk_len = chunk.shape[1]
+        leading = chunk.movedim(1, 0)  # [S_chunk, B, ...]: the pieces are contiguous slices
+        sends = []
+        for receiver in range(rank + 1, size):
+            for source, first, end in _halo_pieces(receiver, size, chunk_len, window):
+                if source == rank:
+                    sends.append((receiver, leading[first:end].contiguous()))
+        pieces = _halo_pieces(rank, size, chunk_len, window)
+        received = [leading.new_empty((end - first, *leading.shape[1:])) for _, first, end in pieces]
+        _exchange(sends, [(source, buffer) for (source, _, _), buffer in zip(pieces, received, strict=True)], group)
+        ctx.group, ctx.window, ctx.chunk_shape = group, window, chunk.shape
+        if not received:
+            return chunk.new_empty((chunk.shape[0], 0, *chunk.shape[2:]))
+        return torch.cat(received).movedim(0, 1)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        group, window = ctx.group, ctx.window
+        size, rank = dist.get_world_size(group), dist.get_rank(group)
+        chunk_len = ctx.chunk_shape[1]
+        leading = grad.movedim(1, 0).float()
+        sends, offset = [], 0
+        for source, first, end in _halo_pieces(rank, size, chunk_len, window):
+            sends.append((source, leading[offset : offset + end - first].contiguous()))
+            offset += end - first
+        receives = []
+        for receiver in range(rank + 1, size):
+            for source, first, end in _halo_pieces(receiver, size, chunk_len, window):
+                if source == rank:
+                    receives.append((receiver, first, end, leading.new_empty((end - first, *leading.shape[1:]))))
+        _exchange(sends, [(receiver, buffer) for receiver, _, _, buffer in receives], group)
+        total = leading.new_zeros((chunk_len, *leading.shape[1:]))
+        for _receiver, first, end, buffer in receives:
+            total[first:end] += buffer
+        return total.movedim(0, 1).to(grad.dtype), None, None
+
+
+def sequence_halo(chunk: torch.Tensor, group, window: int) -> torch.Tensor:
+    """[B, chunk, ...] -> [B, min(window, start), ...]: the positions of the whole sequence just before this
+    rank's chunk, fetched from the ranks that hold them, differentiable."""
+    return _SequenceHalo.apply(chunk, group, window)
+
+
 def gather_sequence(chunk: torch.Tensor, group) -> torch.Tensor:
     """[B, chunk, ...] -> [B, cp x chunk, ...] over the context-parallel `group`, differentiable."""
     return _GatherSequence.apply(chunk, group)
@@ -88,6 +166,7 @@ def sequence_shard(seq_len: int, group, where: str = "[train.parallel] cp") -> S
         end=(rank + 1) * chunk,
         gather=lambda tensor: gather_sequence(tensor, group),
         sum_over_ranks=lambda tensor: sum_over_ranks(tensor, group),
+        halo=lambda tensor, window: sequence_halo(tensor, group, window),
     )
 
 

@@ -62,12 +62,15 @@ class SequenceShard:
 
     `gather(chunk)`: [B, end - start, ...] -> [B, S, ...], every rank's chunk in sequence order; its
     backward sums the gradient over the ranks and keeps this rank's chunk. `sum_over_ranks(tensor)`:
-    the sum over the ranks, without gradient (the counts behind means over the whole sequence)."""
+    the sum over the ranks, without gradient (the counts behind means over the whole sequence).
+    `halo(chunk, n)`: [B, end - start, ...] -> [B, min(n, start), ...], the positions just before the
+    chunk, from the ranks that hold them; its backward returns their gradient to those ranks."""
 
     start: int
     end: int
     gather: Callable[[torch.Tensor], torch.Tensor]
     sum_over_ranks: Callable[[torch.Tensor], torch.Tensor]
+    halo: Callable[[torch.Tensor, int], torch.Tensor]
 
 
 @dataclasses.dataclass
@@ -273,13 +276,13 @@ class Attention(nn.Module):
         return self._project_out(output, cos, sin)
 
     def _chunk_attention(self, query, kv, scale, compressed_kv, indices, ctx: _Context) -> torch.Tensor:
-        """Context parallel: the chunk's queries against the window keys before and in it (gathered
-        from every rank) and the whole sequence's compressed entries. The kernel takes queries and keys
-        of one length, so the queries are preceded by `halo` zero rows, one per window key before the
-        chunk, which select no compressed entry and whose outputs are dropped."""
+        """Context parallel: the chunk's queries against the window keys before and in it (the halo,
+        from the ranks before) and the whole sequence's compressed entries. The kernel takes queries and
+        keys of one length, so the queries are preceded by `halo` zero rows, one per window key before
+        the chunk, which select no compressed entry and whose outputs are dropped."""
         shard = ctx.sequence
         halo = min(self.config.sliding_window - 1, shard.start)
-        keys = shard.gather(kv)[:, shard.start - halo : shard.end]
+        keys = torch.cat([shard.halo(kv, self.config.sliding_window - 1), kv], dim=1)
         positions = ctx.whole.position_ids[:, shard.start - halo : shard.end]
         if halo:
             batch, _, heads, head_dim = query.shape
