@@ -199,3 +199,55 @@ def test_the_window_halo_is_what_gathering_the_sequence_gives_on_four_ranks():
     import torch.multiprocessing as multiprocessing
 
     multiprocessing.spawn(_halo_rank, args=(_free_port(), 4), nprocs=4, join=True)
+
+
+def _compressor_rank(rank: int, port: int, world: int) -> None:
+    """Chunks of 6 positions on 4 ranks against windows of 4 (CSA, overlapping) and 16 (HCA): windows
+    straddle the chunks, some ranks end no window, and a document boundary cuts a window. The entries each
+    rank pools and gathers must be the unsplit pooling's, and so must the gradients (summed over ranks)."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        from trex_cli.models.deepseek_v4.config import CSA, HCA, get_flavor
+        from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
+        from trex_cli.train.context_parallel import sequence_shard
+
+        torch.manual_seed(0)
+        model = DeepseekV4ForCausalLM(get_flavor("tiny"))
+        config, seq_len, group = model.config, 6 * world, torch.distributed.group.WORLD
+        shard = sequence_shard(seq_len, group)
+        input_ids = torch.randint(3, config.vocab_size, (2, seq_len), generator=torch.Generator().manual_seed(1))
+        positions = torch.stack([torch.cat([torch.arange(10), torch.arange(seq_len - 10)]), torch.arange(seq_len)])
+        kinds = {config.layer_type(i): i for i in range(config.num_hidden_layers)}
+        for kind in (CSA, HCA):
+            compressor = model.layers[kinds[kind]].attn.compressor
+            generator = torch.Generator().manual_seed(kinds[kind])
+            x = torch.randn(2, seq_len, config.hidden_size, generator=generator)
+
+            compressor.zero_grad(set_to_none=True)
+            whole_x = x.clone().requires_grad_(True)
+            whole = compressor(whole_x, model._context(input_ids, positions, training_losses=False))
+            weights = torch.randn(whole.shape, generator=generator)
+            (whole * weights).sum().backward()
+            expected = {name: p.grad.clone() for name, p in compressor.named_parameters()}
+
+            compressor.zero_grad(set_to_none=True)
+            chunk_x = x[:, shard.start : shard.end].clone().requires_grad_(True)
+            entries = compressor(chunk_x, model._context(input_ids, positions, training_losses=False, sequence=shard))
+            torch.testing.assert_close(entries, whole, rtol=1e-5, atol=1e-6)
+            # every rank holds all entries: the ranks' losses add up to the unsplit one at a world-th each
+            (entries * weights / world).sum().backward()
+            torch.testing.assert_close(chunk_x.grad, whole_x.grad[:, shard.start : shard.end], rtol=1e-4, atol=1e-6)
+            for name, parameter in compressor.named_parameters():
+                summed = parameter.grad.clone()
+                torch.distributed.all_reduce(summed, group=group)
+                # sums over many tokens in another order: fp32 rounding of about 1e-6
+                torch.testing.assert_close(summed, expected[name], rtol=1e-4, atol=1e-5, msg=lambda m, what=f"{kind} {name}": f"{what}: {m}")
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_each_rank_pools_the_windows_ending_in_its_chunk_on_four_ranks():
+    import torch.multiprocessing as multiprocessing
+
+    multiprocessing.spawn(_compressor_rank, args=(_free_port(), 4), nprocs=4, join=True)

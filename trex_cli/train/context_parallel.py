@@ -6,9 +6,11 @@ key side must cover the causal prefix it reaches, so every attention layer fetch
 - the window keys (one shared KV head): each query sees up to `sliding_window` keys back, which may
   lie in earlier chunks; only those (the halo) are exchanged, point to point with the ranks that hold
   them, not the whole sequence;
-- the compressors' per-token projections (CSA, HCA and the indexer's keys): every rank pools the whole
-  sequence's windows into the same compressed entries, so the entries, the indexer's scores at this
-  rank's queries and their top-k are those of the unsplit rows.
+- the compressed entries (CSA, HCA and the indexer's keys): each rank pools the windows that end in its
+  chunk (a window's first tokens, and with CSA's overlap the window before, come through the same halo)
+  and the entries, a ratio (4 or 128) times fewer than the tokens, are gathered in window order; so every
+  rank holds the whole sequence's entries, and the indexer's scores at its queries and their top-k are
+  those of the unsplit rows.
 
 The gather is autograd-aware: its backward sums the gradient of the whole sequence over the ranks (each
 rank's queries contributed to every earlier key) and keeps this rank's chunk, a reduce-scatter.
@@ -138,6 +140,22 @@ def sequence_halo(chunk: torch.Tensor, group, window: int) -> torch.Tensor:
     return _SequenceHalo.apply(chunk, group, window)
 
 
+def gather_entries(entries: torch.Tensor, group, chunk_len: int, ratio: int) -> torch.Tensor:
+    """[B, n_rank, ...] compressed entries of the windows of `ratio` positions ending in each rank's chunk
+    -> [B, sum of n_rank, ...] in window order, differentiable. The counts follow from the chunk bounds, so
+    every rank knows them; shorter ones are padded for the collective and the padding dropped."""
+    size = dist.get_world_size(group)
+    counts = [((rank + 1) * chunk_len) // ratio - (rank * chunk_len) // ratio for rank in range(size)]
+    widest = max(counts)
+    if entries.shape[1] < widest:
+        entries = torch.cat([entries, entries.new_zeros((entries.shape[0], widest - entries.shape[1], *entries.shape[2:]))], dim=1)
+    gathered = gather_sequence(entries, group)  # [B, size x widest, ...]
+    if all(count == widest for count in counts):
+        return gathered
+    keep = torch.cat([torch.arange(rank * widest, rank * widest + count) for rank, count in enumerate(counts)])
+    return gathered.index_select(1, keep.to(gathered.device))
+
+
 def gather_sequence(chunk: torch.Tensor, group) -> torch.Tensor:
     """[B, chunk, ...] -> [B, cp x chunk, ...] over the context-parallel `group`, differentiable."""
     return _GatherSequence.apply(chunk, group)
@@ -167,6 +185,7 @@ def sequence_shard(seq_len: int, group, where: str = "[train.parallel] cp") -> S
         gather=lambda tensor: gather_sequence(tensor, group),
         sum_over_ranks=lambda tensor: sum_over_ranks(tensor, group),
         halo=lambda tensor, window: sequence_halo(tensor, group, window),
+        gather_entries=lambda entries, ratio: gather_entries(entries, group, chunk, ratio),
     )
 
 

@@ -64,13 +64,16 @@ class SequenceShard:
     backward sums the gradient over the ranks and keeps this rank's chunk. `sum_over_ranks(tensor)`:
     the sum over the ranks, without gradient (the counts behind means over the whole sequence).
     `halo(chunk, n)`: [B, end - start, ...] -> [B, min(n, start), ...], the positions just before the
-    chunk, from the ranks that hold them; its backward returns their gradient to those ranks."""
+    chunk, from the ranks that hold them; its backward returns their gradient to those ranks.
+    `gather_entries(entries, ratio)`: every rank's compressed entries of the windows of `ratio` positions
+    that end in its chunk, concatenated in window order (ranks may hold different counts)."""
 
     start: int
     end: int
     gather: Callable[[torch.Tensor], torch.Tensor]
     sum_over_ranks: Callable[[torch.Tensor], torch.Tensor]
     halo: Callable[[torch.Tensor, int], torch.Tensor]
+    gather_entries: Callable[[torch.Tensor, int], torch.Tensor]
 
 
 @dataclasses.dataclass
@@ -117,11 +120,39 @@ class Compressor(nn.Module):
         if ctx.capture is not None:
             ctx.capture[self] = (kv, gate)
         if ctx.sequence is not None:
-            # context parallel: every rank pools the whole sequence's windows (one gather for both)
-            both = ctx.sequence.gather(torch.cat([kv, gate], dim=-1))
-            kv, gate = both.split([kv.shape[-1], gate.shape[-1]], dim=-1)
-            return self.pool(kv, gate, ctx.whole)
+            return self._pool_chunk(kv, gate, ctx)
         return self.pool(kv, gate, ctx)
+
+    def _pool_chunk(self, kv: torch.Tensor, gate: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        """Context parallel: this rank pools the windows that end in its chunk, reading the few tokens
+        before it (a window's start, and with overlap the window before) from the ranks before through the
+        sequence halo; the entries, ratio (or, with overlap, 2 ratio) times fewer than the tokens, are then
+        gathered in window order. The whole sequence's entries are the unsplit pooling's."""
+        shard, ratio = ctx.sequence, self.ratio
+        start, end = shard.start, shard.end
+        both = torch.cat([kv, gate], dim=-1)
+        reach = ratio * (2 if self.overlap else 1) - 1  # tokens before a window's end that its entry reads
+        first_window, end_window = start // ratio, end // ratio  # the windows ending in [start, end)
+        lead = 1 if self.overlap and first_window > 0 else 0  # the window before, read by the first entry
+        first_token = (first_window - lead) * ratio
+        halo = shard.halo(both, reach)
+        tokens = torch.cat([halo[:, halo.shape[1] - (start - first_token) :], both], dim=1)
+        tokens = tokens[:, : end_window * ratio - first_token]
+        if end_window > first_window:
+            local_ctx = dataclasses.replace(
+                ctx.whole,
+                docs=ctx.whole.docs[:, first_token : end_window * ratio],
+                position_ids=ctx.whole.position_ids[:, first_token : end_window * ratio],
+            )
+            kv_tokens, gate_tokens = tokens.split([kv.shape[-1], gate.shape[-1]], dim=-1)
+            entries = self.pool(kv_tokens, gate_tokens, local_ctx)[:, lead:]
+        else:
+            # A chunk shorter than a window may end none. The empty entries stay in the autograd graph, so
+            # this rank's backward still takes part in the halo's and the gather's collectives, and the
+            # pooling's own parameters get a (zero) gradient, as FSDP's reduce-scatter needs on every rank.
+            unused = sum(parameter.sum() for parameter in (self.ape, *self.norm.parameters()))
+            entries = tokens[:, :0, : self.dim] + 0 * unused
+        return shard.gather_entries(entries, ratio)
 
     def decode(self, x: torch.Tensor, cache: dict, pool_ctx: _Context, rows, positions) -> torch.Tensor:
         """Entries after writing the projections of one new token per row into the cache."""
