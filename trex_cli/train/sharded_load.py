@@ -6,7 +6,8 @@ which block of the full tensor lives here. `load_owned_shards` gives the model s
 (`to_empty`), then fills each local block straight from the safetensors files through
 `safe_open(...).get_slice`, which reads only the requested rows and columns of a memory-mapped file. No
 rank builds the full model or even a whole tensor it does not own: a routed expert stack is read
-expert by expert, only the experts of this rank's slice, and only its rows of them.
+expert by expert, only the experts of this rank's slice, and only its rows of them. A checkpoint
+without the MTP block gives that block the layout-independent random init (`initialization.py`).
 
 Both checkpoint layouts the adapter reads (`state_dict_adapter.py`) are understood by name:
 
@@ -24,9 +25,15 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 from torch import nn
-from torch.distributed.tensor import DTensor
-from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
 
+from trex_cli.console import warn
+from trex_cli.models.deepseek_v4.initialization import (
+    Block,
+    checkpointed_tensors,
+    initialize,
+    local_tensor,
+    owned_block,
+)
 from trex_cli.models.deepseek_v4.quantization import FP4_GROUP, FP8_BLOCK, dequantize
 from trex_cli.models.deepseek_v4.state_dict_adapter import (
     EXPERT_STACKED,
@@ -35,8 +42,6 @@ from trex_cli.models.deepseek_v4.state_dict_adapter import (
     official_to_transformers_name,
     safetensors_files,
 )
-
-Block = tuple[slice, ...]  # one slice per dimension of a full tensor
 
 
 class CheckpointSlices:
@@ -140,38 +145,24 @@ class CheckpointSlices:
         return self._read(f"{target}.gate_up_proj", (experts, rows, cols))
 
 
-def owned_block(tensor: torch.Tensor) -> Block:
-    """The block of the full tensor this rank holds: a DTensor's local shard, or all of a plain tensor."""
-    if isinstance(tensor, DTensor):
-        shape, offset = compute_local_shape_and_global_offset(tensor.shape, tensor.device_mesh, tensor.placements)
-    else:
-        shape, offset = tuple(tensor.shape), (0,) * tensor.dim()
-    return tuple(slice(start, start + size) for start, size in zip(offset, shape, strict=True))
-
-
-def _local(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
-
-
 @torch.no_grad()
-def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device) -> CheckpointSlices:
+def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device, seed: int = 0) -> CheckpointSlices:
     """Give a meta-device, parallelized `model` storage on `device` and fill every parameter and
-    checkpointed buffer this rank holds from `folder`. Returns the reader (its statistics)."""
+    checkpointed buffer this rank holds from `folder`. A checkpoint without the MTP block (transformers'
+    own exports drop it) leaves this rank's part of it to the random init of `seed` (`initialization.py`,
+    the values any layout would draw), with a warning. Returns the reader (its statistics)."""
     model.to_empty(device=device)
     model.init_computed_buffers()
-    config = model.config
     reader = CheckpointSlices(folder)
-    if config.num_nextn_predict_layers and not any(key.startswith("mtp.") for key in reader.file_of):
-        raise ValueError(
-            f"{folder} holds no MTP weights (transformers' own exports drop them), and the sharded load does not "
-            "initialize a missing MTP block yet; start from a folder trex exported, which keeps them"
-        )
-    persistent = {name for name, _ in model.named_buffers()} - _non_persistent(model)
-    targets = [(n, p) for n, p in model.named_parameters()] + [(n, b) for n, b in model.named_buffers() if n in persistent]
+    targets = checkpointed_tensors(model)
+    if not any(key.startswith("mtp.") for key in reader.file_of) and any(n.startswith("mtp.") for n, _ in targets):
+        warn(f"{folder} has no MTP weights: the MTP block starts from random init")
+        initialize(model, seed, include=lambda name: name.startswith("mtp."))
+        targets = [(name, tensor) for name, tensor in targets if not name.startswith("mtp.")]
     for name, tensor in targets:
         block = owned_block(tensor)
         values = reader.read(name, block)
-        local = _local(tensor)
+        local = local_tensor(tensor)
         if tuple(values.shape) != tuple(local.shape):
             raise ValueError(
                 f"{folder}: {name} block {[(s.start, s.stop) for s in block]} reads as {tuple(values.shape)}, the "
@@ -180,11 +171,3 @@ def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device
         local.copy_(values)
     reader.close()
     return reader
-
-
-def _non_persistent(model: nn.Module) -> set[str]:
-    names = set()
-    for prefix, module in model.named_modules():
-        for buffer in module._non_persistent_buffers_set:
-            names.add(f"{prefix}.{buffer}" if prefix else buffer)
-    return names
