@@ -415,9 +415,11 @@ BUILD_MEMORY_ENV = "TREX_BUILD_MEMORY_DIR"
 
 
 def _record_build_memory(folder: Path, rank: int, before_kib: int, engine: Engine) -> None:
-    """This rank's host memory growth while it built and loaded its model (peak RSS minus RSS before,
-    KiB), the largest routed-expert block it holds (elements, with the whole stack's) and the most it
-    read of any one expert stack from the init checkpoint (bytes)."""
+    """This rank's host memory growth while it cut, sharded, allocated and loaded its model (peak RSS
+    minus RSS before, KiB), the largest routed-expert block it holds (elements, with the whole stack's)
+    and the most it read of any one expert stack from the init checkpoint (bytes). The meta build before
+    holds no storage; what it costs is torch's meta kernels, modules (torch._dynamo among them, about
+    100 MB) a process loads once whatever the model's size, so it is measured apart from it."""
     growth = peak_rss_kib() - before_kib
     largest, stack = 0, 0
     for name, parameter in engine.model.named_parameters():
@@ -463,9 +465,10 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
     # Built on the meta device, cut and sharded, then only this rank's shards get storage and weights;
     # a resume loads every tensor from its checkpoint, so then they only get storage.
     weights = InitialWeights(job.init_path, train.seed, storage_only=latest is not None)
+    model = meta_model(config)
     memory_record = os.environ.get(BUILD_MEMORY_ENV)
     before = start_peak_measurement() if memory_record else 0
-    engine = Engine(meta_model(config), train, schedule, distributed, data.seq_len, accumulation, weights)
+    engine = Engine(model, train, schedule, distributed, data.seq_len, accumulation, weights)
     if memory_record:
         _record_build_memory(Path(memory_record), distributed.rank, before, engine)
     start_step = 0
