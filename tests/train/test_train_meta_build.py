@@ -113,3 +113,50 @@ def test_four_trainer_ranks_each_build_and_load_under_40_percent_of_one_process(
     # the same starting weights: the first loss (before any update) is the one process's
     first = losses(tmp_path / "one" / "train" / "cpt")[0]
     assert losses(tmp_path / "four" / "train" / "cpt")[0] == pytest.approx(first, rel=1e-5)
+
+
+def test_the_init_export_is_the_trainers_random_init(tmp_path):
+    """`model-init` writes the random init file by file, drawing each tensor by name: what it writes is
+    the trainer's own init of that seed (in bf16, as an HF export stores it)."""
+    from trex_cli.train.trainer import build_model, export_random_init
+
+    config = get_flavor("tiny")
+    parameters = export_random_init(config, 3, tmp_path / "init", None)
+    exported = state_dict_adapter.load_state_dict(tmp_path / "init", config, torch.bfloat16)
+    expected = build_model(config, None, seed=3).state_dict()
+    assert parameters == sum(t.numel() for n, t in expected.items() if "tid2eid" not in n and "gate.bias" not in n)
+    assert sorted(exported) == sorted(expected)
+    for name, tensor in exported.items():
+        assert torch.equal(tensor, expected[name].to(tensor.dtype)), name
+
+
+def test_a_checkpoint_without_mtp_gets_the_random_mtp_block_and_one_with_extra_tensors_is_refused(tmp_path, capsys):
+    from trex_cli.train.trainer import build_model
+
+    config = get_flavor("tiny")
+    torch.manual_seed(0)
+    source = DeepseekV4ForCausalLM(config)
+    folder = state_dict_adapter.export_hf(source, tmp_path / "full")
+    tensors = state_dict_adapter.read_tensors(folder)
+
+    def rewrite(name: str, kept: dict) -> object:
+        (tmp_path / name).mkdir()
+        state_dict_adapter._write_shards(kept, tmp_path / name, 1 << 30)
+        (tmp_path / name / "config.json").write_text((folder / "config.json").read_text())
+        return tmp_path / name
+
+    no_mtp = rewrite("no_mtp", {k: v for k, v in tensors.items() if not k.startswith("mtp.")})
+    model = build_model(config, no_mtp, seed=4)
+    assert "has no MTP weights" in capsys.readouterr().err
+    fresh = build_model(config, None, seed=4).state_dict()
+    stored = state_dict_adapter.load_state_dict(folder, config, torch.float32)
+    for name, tensor in model.state_dict().items():
+        expected = fresh[name] if name.startswith("mtp.") else stored[name]
+        assert torch.equal(tensor, expected.to(tensor.dtype)), name
+
+    extra = rewrite("extra", {**tensors, "layers.9.attn.wq_a.weight": tensors["layers.0.attn.wq_a.weight"].clone()})
+    with pytest.raises(ValueError, match="tensors this model does not have, e.g. \\['layers.9.attn.wq_a.weight'\\]"):
+        build_model(config, extra, seed=4)
+    beyond = rewrite("beyond", {**tensors, "layers.0.ffn.experts.8.w1.weight": tensors["layers.0.ffn.experts.0.w1.weight"].clone()})
+    with pytest.raises(ValueError, match="experts.8.w1"):
+        build_model(config, beyond, seed=4)

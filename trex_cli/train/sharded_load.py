@@ -34,8 +34,10 @@ from trex_cli.models.deepseek_v4.initialization import (
     local_tensor,
     owned_block,
 )
+from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 from trex_cli.models.deepseek_v4.quantization import FP4_GROUP, FP8_BLOCK, dequantize
 from trex_cli.models.deepseek_v4.state_dict_adapter import (
+    EXPERT_SINGLE,
     EXPERT_STACKED,
     INDEX_FILE,
     detect_layout,
@@ -77,6 +79,33 @@ class CheckpointSlices:
         tensor = self._slice_of(key)[block]
         self.bytes_read[self._reading] = self.bytes_read.get(self._reading, 0) + tensor.numel() * tensor.element_size()
         return tensor
+
+    def unexpected_keys(self, shapes: dict[str, tuple[int, ...]]) -> list[str]:
+        """The stored tensors (scales aside) that feed none of the trex tensors `shapes` names (a whole
+        model's, with their full shapes): the checkpoint holds another model than its config.json says."""
+        inverse = {}
+        if self.layout == "transformers":
+            inverse = {
+                official_to_transformers_name(name): name
+                for name in shapes if not name.startswith("mtp.") and not EXPERT_STACKED.match(name)
+            }
+        unexpected = []
+        for key in self.file_of:
+            if key.endswith((".scale", ".weight_scale_inv")):
+                continue
+            if self.layout == "official" or key.startswith("mtp."):
+                single = EXPERT_SINGLE.match(key)
+                name = f"{single.group(1)}.{single.group(3)}" if single else key
+                if single and name in shapes and int(single.group(2)) >= shapes[name][0]:
+                    name = None  # an expert index beyond the model's experts
+            elif key.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
+                prefix = key[len("model.") :].rsplit(".mlp.experts.", 1)[0]
+                name = f"{prefix}.ffn.experts.{'w2' if key.endswith('down_proj') else 'w1'}"
+            else:
+                name = inverse.get(key)
+            if name not in shapes:
+                unexpected.append(key)
+        return sorted(unexpected)
 
     def shape(self, key: str) -> list[int]:
         return list(self._slice_of(key).get_shape())
@@ -148,12 +177,21 @@ class CheckpointSlices:
 @torch.no_grad()
 def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device, seed: int = 0) -> CheckpointSlices:
     """Give a meta-device, parallelized `model` storage on `device` and fill every parameter and
-    checkpointed buffer this rank holds from `folder`. A checkpoint without the MTP block (transformers'
+    checkpointed buffer this rank holds from `folder`, which must hold exactly this model's tensors
+    (every rank checks the names of the whole model, not only its part). A checkpoint without the MTP block (transformers'
     own exports drop it) leaves this rank's part of it to the random init of `seed` (`initialization.py`,
     the values any layout would draw), with a warning. Returns the reader (its statistics)."""
     model.to_empty(device=device)
     model.init_computed_buffers()
     reader = CheckpointSlices(folder)
+    with torch.device("meta"):
+        whole = DeepseekV4ForCausalLM(model.config).state_dict()
+    unexpected = reader.unexpected_keys({name: tuple(tensor.shape) for name, tensor in whole.items()})
+    if unexpected:
+        raise ValueError(
+            f"{folder}: tensors this model does not have, e.g. {unexpected[:3]}; its config.json does not "
+            "describe these weights"
+        )
     targets = checkpointed_tensors(model)
     if not any(key.startswith("mtp.") for key in reader.file_of) and any(n.startswith("mtp.") for n, _ in targets):
         warn(f"{folder} has no MTP weights: the MTP block starts from random init")
