@@ -178,9 +178,10 @@ class CheckpointSlices:
 def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device, seed: int = 0) -> CheckpointSlices:
     """Give a meta-device, parallelized `model` storage on `device` and fill every parameter and
     checkpointed buffer this rank holds from `folder`, which must hold exactly this model's tensors
-    (every rank checks the names of the whole model, not only its part). A checkpoint without the MTP block (transformers'
-    own exports drop it) leaves this rank's part of it to the random init of `seed` (`initialization.py`,
-    the values any layout would draw), with a warning. Returns the reader (its statistics)."""
+    (every rank checks the names of the whole model, not only its part). A checkpoint without the MTP
+    block (transformers' own exports drop it) leaves this rank's part of it to the random init of
+    `seed` (`initialization.py`: the values any layout would draw), with a warning. Returns the reader
+    (its statistics)."""
     model.to_empty(device=device)
     model.init_computed_buffers()
     reader = CheckpointSlices(folder)
