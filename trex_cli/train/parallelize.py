@@ -1,4 +1,6 @@
-"""Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order:
+"""Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order (the
+trainer applies it to a model on the meta device, whose shards get storage and weights afterwards:
+`meta_init.py`):
 
 1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert;
    the routed experts follow the expert grid instead (parallel folding: `parallel_dims.py`);
