@@ -92,11 +92,13 @@ def trex_environment() -> dict:
     return env
 
 
-def run_trex(*args: str, timeout: int = 600):
-    """Run `trex ...` in a fresh interpreter (as a user would); fail the test with its output."""
+def run_trex(*args: str, timeout: int = 600, env: dict | None = None):
+    """Run `trex ...` in a fresh interpreter (as a user would), with `env` added to its environment;
+    fail the test with its output."""
     import subprocess
 
-    result = subprocess.run(trex_command(*args), env=trex_environment(), capture_output=True, text=True, timeout=timeout)
+    environment = {**trex_environment(), **(env or {})}
+    result = subprocess.run(trex_command(*args), env=environment, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
         raise AssertionError(f"trex {' '.join(args)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
     return result

@@ -142,15 +142,14 @@ class ModelInitStage(Stage):
                 raise FileNotFoundError(f"[train.cpt] init = {self.given}: no config.json there")
             return None
         from trex_cli.models.deepseek_v4.config import DeepseekV4Config
-        from trex_cli.models.deepseek_v4.state_dict_adapter import export_hf
-        from trex_cli.train.trainer import build_model
+        from trex_cli.train.trainer import export_random_init
 
         settings, job = self._settings()
         folder = StageFolder(self.layout.model_init, "train-init", settings, inputs=[self.layout.data_cpt], force=force)
         if folder.prepare() is StageState.DONE:
             return None
-        model = build_model(DeepseekV4Config(**job.model_config), None, job.train.seed)
-        export_hf(model, self.model_path, tokenizer_dir=self.layout.data_cpt / "tokenizer")
-        parameters = sum(p.numel() for p in model.parameters())
+        parameters = export_random_init(
+            DeepseekV4Config(**job.model_config), job.train.seed, self.model_path, self.layout.data_cpt / "tokenizer"
+        )
         folder.finish(counts={"parameters": parameters}, extra={"hf": str(self.model_path)})
         return parameters

@@ -10,6 +10,9 @@ its pages are faulted in once per process. jemalloc or tcmalloc preloaded with L
 same job about as well; then this policy is left alone.
 
 Set TREX_HOST_MALLOC=system to keep glibc's defaults (e.g. to measure the difference).
+
+`start_peak_measurement` / `peak_rss_kib` measure a phase's peak resident memory (Linux): the trainer
+reports what building and loading the model cost each rank with them (`TREX_BUILD_MEMORY_DIR`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+from pathlib import Path
 
 _M_TRIM_THRESHOLD = -1
 _M_TOP_PAD = -2
@@ -54,3 +58,21 @@ def keep_freed_memory() -> bool:
         )
     )
     return _state
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field} (Linux only)")
+
+
+def start_peak_measurement() -> int:
+    """Reset this process's peak RSS (VmHWM) to its current RSS; returns that RSS in KiB."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return _status_kib("VmRSS")
+
+
+def peak_rss_kib() -> int:
+    """This process's peak RSS since the last `start_peak_measurement` (or its start), in KiB."""
+    return _status_kib("VmHWM")

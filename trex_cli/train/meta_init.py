@@ -1,29 +1,34 @@
-"""One rank's part of the model, built on the meta device: its pipeline stages' blocks, its tensor-parallel
-shards and its expert slice, with no storage behind any parameter.
+"""One rank's part of the model, built on the meta device, then given storage and its first weights.
 
-This is the first half of building a model of V4-Flash or V4-Pro size (a full fp32 V4-Flash is about
-1.1 TB): shapes and placements are decided without memory, and only then does each rank allocate and
-fill its own shards (`sharded_load.py`). It also lets a test check a 512-rank layout's arithmetic in
-one process (the meshes over a fake process group), against the planner's memory model.
+The trainer never builds the whole model on a rank (a full fp32 V4-Flash is about 1.1 TB): every rank
+builds it on the meta device (`meta_model`), cuts its pipeline stages, applies TP / EP / ETP,
+activation checkpointing and FSDP2 (`Engine`: the same code and order as for a built model), and only
+then `materialize`s: storage on the device for its own shards alone, filled either from an HF
+checkpoint by reading only the owned slices (`sharded_load.py`) or with the random init, which draws
+each tensor from (seed, name) and each routed expert from (seed, name, expert) so that every layout,
+the one-process run included, starts from the same weights (`models/deepseek_v4/initialization.py`).
 
-The pieces are the engine's own: `pipeline_parallel.stage_layers` and `prune_to_stages` choose and
-keep the stage, `parallelize.apply_tensor_parallel` and `expert_parallel.apply_expert_parallel` shard.
+`build_rank_model` does the cut and the TP / EP sharding alone (FSDP left to the caller): it lets a
+test check a 512-rank layout's arithmetic in one process (the meshes over a fake process group),
+against the planner's memory model. The pieces are the engine's own: `pipeline_parallel.stage_layers`
+and `prune_to_stages` choose and keep the stage, `parallelize.apply_model_parallel` shards.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import torch
 from torch import nn
 from torch.distributed.tensor import DTensor
 
 from trex_cli.models.deepseek_v4.config import DeepseekV4Config
+from trex_cli.models.deepseek_v4.initialization import initialize
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 from trex_cli.train.config import ParallelSection
 from trex_cli.train.distributed import Distributed
-from trex_cli.train.expert_parallel import apply_expert_parallel
-from trex_cli.train.parallelize import apply_tensor_parallel
+from trex_cli.train.parallelize import apply_model_parallel
 from trex_cli.train.pipeline_parallel import prune_to_stages, stage_layers
 
 
@@ -34,21 +39,60 @@ def rank_layers(config: DeepseekV4Config, parallel: ParallelSection, pp: int, pp
     return [layer for chunk in range(virtual) for layer in stages[pp_rank + chunk * pp]]
 
 
+def meta_model(config: DeepseekV4Config) -> nn.Module:
+    """The whole model on the meta device: shapes and names, no storage and no init."""
+    with torch.device("meta"):
+        return DeepseekV4ForCausalLM(config)
+
+
 def build_rank_model(config: DeepseekV4Config, distributed: Distributed, parallel: ParallelSection) -> nn.Module:
     """This rank's stages of the model on the meta device, tensor- and expert-parallel sharded as the
     engine shards them (FSDP, which shards them further over the data ranks, is left to the caller)."""
     dims = distributed.dims
-    with torch.device("meta"):
-        model = DeepseekV4ForCausalLM(config)
+    model = meta_model(config)
     if dims.pp > 1:
         pp_rank = distributed.pp_rank
         prune_to_stages(model, rank_layers(config, parallel, dims.pp, pp_rank), pp_rank == 0, pp_rank == dims.pp - 1)
-    if dims.tp > 1:
-        apply_tensor_parallel(model, distributed.dense_mesh["tp"])
-    if dims.ep > 1:
-        token_split = distributed.dense_mesh["tp"] if dims.experts_split_tokens_over_tp else None
-        apply_expert_parallel(model, distributed.expert_mesh["ep"], token_split)
+    apply_model_parallel(model, distributed)
     return model
+
+
+@dataclasses.dataclass(frozen=True)
+class InitialWeights:
+    """Where a meta-built model's first weights come from.
+
+    `checkpoint`: an HF checkpoint folder (either layout the adapter reads), each rank reading only its
+    slices; None: the random init of `seed` (which also fills a checkpoint's missing MTP block).
+    `storage_only`: allocate without filling, for a model whose every checkpointed tensor is loaded
+    next anyway (a resume from the trainer's own DCP checkpoint), so no time goes into an init that
+    would be overwritten."""
+
+    checkpoint: Path | None = None
+    seed: int = 0
+    storage_only: bool = False
+
+
+@torch.no_grad()
+def materialize(model: nn.Module, weights: InitialWeights, device: torch.device, buffer_device: torch.device) -> dict[str, int]:
+    """Give a meta-device, parallelized `model` storage for this rank's shards on `device` and fill them
+    as `weights` says; buffers (which FSDP2 never offloads) go to `buffer_device`. Returns the bytes
+    read from the checkpoint per tensor name (empty without one)."""
+    from trex_cli.train.sharded_load import load_owned_shards
+
+    bytes_read: dict[str, int] = {}
+    if weights.checkpoint is not None and not weights.storage_only:
+        bytes_read = load_owned_shards(model, weights.checkpoint, device, weights.seed).bytes_read
+    else:
+        model.to_empty(device=device)
+        if weights.storage_only:
+            model.init_computed_buffers()
+        else:
+            initialize(model, weights.seed)
+    if buffer_device != device:
+        for module in model.modules():
+            for name, buffer in module.named_buffers(recurse=False):
+                setattr(module, name, buffer.to(buffer_device))
+    return bytes_read
 
 
 @dataclasses.dataclass(frozen=True)

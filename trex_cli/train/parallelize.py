@@ -1,4 +1,6 @@
-"""Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order:
+"""Turn a plain single-device DeepSeek-V4 model into its parallel form, in one documented order (the
+trainer applies it to a model on the meta device, whose shards get storage and weights afterwards:
+`meta_init.py`):
 
 1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert;
    the routed experts follow the expert grid instead (parallel folding: `parallel_dims.py`);
@@ -315,12 +317,9 @@ class OneRankMixedPrecision:
                     parameter.grad = master_grads[index]
 
 
-def parallelize(
-    model: nn.Module, distributed: Distributed, parallel: ParallelSection, compute_dtype: torch.dtype
-) -> tuple[nn.Module, OneRankMixedPrecision | None]:
-    """Apply TP, EP, activation checkpointing and FSDP2 in that order. Returns the same model object
-    and, for a one-rank run in a low-precision compute dtype, the mixed precision its forward and
-    backward passes must run under (None otherwise)."""
+def apply_model_parallel(model: nn.Module, distributed: Distributed) -> None:
+    """Steps 1 and 2: tensor parallel, then expert (and expert-tensor) parallel, as the layout asks. A
+    meta-device model is sharded the same way (no storage, no communication): `meta_init.py`."""
     dims = distributed.dims
     if dims.tp > 1:
         apply_tensor_parallel(model, distributed.dense_mesh["tp"])
@@ -328,10 +327,30 @@ def parallelize(
         token_split = distributed.dense_mesh["tp"] if dims.experts_split_tokens_over_tp else None
         ep_etp = distributed.expert_mesh["ep", "etp"] if dims.etp > 1 else None
         apply_expert_parallel(model, distributed.expert_mesh["ep"], token_split, ep_etp_mesh=ep_etp)
+
+
+def uses_fsdp(distributed: Distributed, parallel: ParallelSection) -> bool:
+    """Whether `parallelize` wraps the model in FSDP2 (a one-rank run does not, unless it offloads)."""
+    return distributed.world_size > 1 or parallel.offload_optimizer
+
+
+def parallelize(model: nn.Module, distributed: Distributed, parallel: ParallelSection, compute_dtype: torch.dtype) -> nn.Module:
+    """Apply TP, EP, activation checkpointing and FSDP2 in that order, in place; returns the model. It
+    may be on the meta device (the trainer gives it storage and weights afterwards, shard by shard)."""
+    dims = distributed.dims
+    apply_model_parallel(model, distributed)
     apply_activation_checkpointing(model, parallel.activation_checkpoint, parallel.selective_every)
-    if distributed.world_size == 1 and not parallel.offload_optimizer:
-        if compute_dtype == torch.float32:
-            return model, None
-        return model, OneRankMixedPrecision(model, compute_dtype)
-    apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=dims.ep > 1 or dims.etp > 1)
-    return model, None
+    if uses_fsdp(distributed, parallel):
+        apply_fsdp(model, distributed, compute_dtype, parallel.offload_optimizer, expert_parallel=dims.ep > 1 or dims.etp > 1)
+    return model
+
+
+def one_rank_mixed_precision(
+    model: nn.Module, distributed: Distributed, parallel: ParallelSection, compute_dtype: torch.dtype
+) -> OneRankMixedPrecision | None:
+    """The mixed precision a parallelized model's forward and backward passes must run under: for a
+    one-rank run without FSDP2 in a low-precision compute dtype, `OneRankMixedPrecision` over its
+    (materialized) parameters; None otherwise (FSDP2 casts itself, fp32 needs nothing)."""
+    if uses_fsdp(distributed, parallel) or compute_dtype == torch.float32:
+        return None
+    return OneRankMixedPrecision(model, compute_dtype)

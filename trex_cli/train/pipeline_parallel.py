@@ -244,7 +244,8 @@ def build_pipeline(
     sequence=None,
 ):
     """Prune `model` to this rank's stages; returns (runner, schedule factory taking the parallelized
-    stage model). Stage inputs and outputs are declared up front (static shapes), so the schedule
+    stage model). The trainer passes a meta-device model (pruning needs only names and shapes) and makes
+    the schedule once the stages' shards have storage. Stage inputs and outputs are declared up front (static shapes), so the schedule
     never runs a stage on placeholder data to discover them; under context parallel (`sequence`) the
     tensors between stages hold the chunk's positions."""
     from torch.distributed.pipelining import (

@@ -6,7 +6,8 @@ which block of the full tensor lives here. `load_owned_shards` gives the model s
 (`to_empty`), then fills each local block straight from the safetensors files through
 `safe_open(...).get_slice`, which reads only the requested rows and columns of a memory-mapped file. No
 rank builds the full model or even a whole tensor it does not own: a routed expert stack is read
-expert by expert, only the experts of this rank's slice, and only its rows of them.
+expert by expert, only the experts of this rank's slice, and only its rows of them. A checkpoint
+without the MTP block gives that block the layout-independent random init (`initialization.py`).
 
 Both checkpoint layouts the adapter reads (`state_dict_adapter.py`) are understood by name:
 
@@ -24,19 +25,25 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 from torch import nn
-from torch.distributed.tensor import DTensor
-from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
 
+from trex_cli.console import warn
+from trex_cli.models.deepseek_v4.initialization import (
+    Block,
+    checkpointed_tensors,
+    initialize,
+    local_tensor,
+    owned_block,
+)
+from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 from trex_cli.models.deepseek_v4.quantization import FP4_GROUP, FP8_BLOCK, dequantize
 from trex_cli.models.deepseek_v4.state_dict_adapter import (
+    EXPERT_SINGLE,
     EXPERT_STACKED,
     INDEX_FILE,
     detect_layout,
     official_to_transformers_name,
     safetensors_files,
 )
-
-Block = tuple[slice, ...]  # one slice per dimension of a full tensor
 
 
 class CheckpointSlices:
@@ -72,6 +79,33 @@ class CheckpointSlices:
         tensor = self._slice_of(key)[block]
         self.bytes_read[self._reading] = self.bytes_read.get(self._reading, 0) + tensor.numel() * tensor.element_size()
         return tensor
+
+    def unexpected_keys(self, shapes: dict[str, tuple[int, ...]]) -> list[str]:
+        """The stored tensors (scales aside) that feed none of the trex tensors `shapes` names (a whole
+        model's, with their full shapes): the checkpoint holds another model than its config.json says."""
+        inverse = {}
+        if self.layout == "transformers":
+            inverse = {
+                official_to_transformers_name(name): name
+                for name in shapes if not name.startswith("mtp.") and not EXPERT_STACKED.match(name)
+            }
+        unexpected = []
+        for key in self.file_of:
+            if key.endswith((".scale", ".weight_scale_inv")):
+                continue
+            if self.layout == "official" or key.startswith("mtp."):
+                single = EXPERT_SINGLE.match(key)
+                name = f"{single.group(1)}.{single.group(3)}" if single else key
+                if single and name in shapes and int(single.group(2)) >= shapes[name][0]:
+                    name = None  # an expert index beyond the model's experts
+            elif key.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
+                prefix = key[len("model.") :].rsplit(".mlp.experts.", 1)[0]
+                name = f"{prefix}.ffn.experts.{'w2' if key.endswith('down_proj') else 'w1'}"
+            else:
+                name = inverse.get(key)
+            if name not in shapes:
+                unexpected.append(key)
+        return sorted(unexpected)
 
     def shape(self, key: str) -> list[int]:
         return list(self._slice_of(key).get_shape())
@@ -140,38 +174,34 @@ class CheckpointSlices:
         return self._read(f"{target}.gate_up_proj", (experts, rows, cols))
 
 
-def owned_block(tensor: torch.Tensor) -> Block:
-    """The block of the full tensor this rank holds: a DTensor's local shard, or all of a plain tensor."""
-    if isinstance(tensor, DTensor):
-        shape, offset = compute_local_shape_and_global_offset(tensor.shape, tensor.device_mesh, tensor.placements)
-    else:
-        shape, offset = tuple(tensor.shape), (0,) * tensor.dim()
-    return tuple(slice(start, start + size) for start, size in zip(offset, shape, strict=True))
-
-
-def _local(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
-
-
 @torch.no_grad()
-def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device) -> CheckpointSlices:
+def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device, seed: int = 0) -> CheckpointSlices:
     """Give a meta-device, parallelized `model` storage on `device` and fill every parameter and
-    checkpointed buffer this rank holds from `folder`. Returns the reader (its statistics)."""
+    checkpointed buffer this rank holds from `folder`, which must hold exactly this model's tensors
+    (every rank checks the names of the whole model, not only its part). A checkpoint without the MTP
+    block (transformers' own exports drop it) leaves this rank's part of it to the random init of
+    `seed` (`initialization.py`: the values any layout would draw), with a warning. Returns the reader
+    (its statistics)."""
     model.to_empty(device=device)
     model.init_computed_buffers()
-    config = model.config
     reader = CheckpointSlices(folder)
-    if config.num_nextn_predict_layers and not any(key.startswith("mtp.") for key in reader.file_of):
+    with torch.device("meta"):
+        whole = DeepseekV4ForCausalLM(model.config).state_dict()
+    unexpected = reader.unexpected_keys({name: tuple(tensor.shape) for name, tensor in whole.items()})
+    if unexpected:
         raise ValueError(
-            f"{folder} holds no MTP weights (transformers' own exports drop them), and the sharded load does not "
-            "initialize a missing MTP block yet; start from a folder trex exported, which keeps them"
+            f"{folder}: tensors this model does not have, e.g. {unexpected[:3]}; its config.json does not "
+            "describe these weights"
         )
-    persistent = {name for name, _ in model.named_buffers()} - _non_persistent(model)
-    targets = [(n, p) for n, p in model.named_parameters()] + [(n, b) for n, b in model.named_buffers() if n in persistent]
+    targets = checkpointed_tensors(model)
+    if not any(key.startswith("mtp.") for key in reader.file_of) and any(n.startswith("mtp.") for n, _ in targets):
+        warn(f"{folder} has no MTP weights: the MTP block starts from random init")
+        initialize(model, seed, include=lambda name: name.startswith("mtp."))
+        targets = [(name, tensor) for name, tensor in targets if not name.startswith("mtp.")]
     for name, tensor in targets:
         block = owned_block(tensor)
         values = reader.read(name, block)
-        local = _local(tensor)
+        local = local_tensor(tensor)
         if tuple(values.shape) != tuple(local.shape):
             raise ValueError(
                 f"{folder}: {name} block {[(s.start, s.stop) for s in block]} reads as {tuple(values.shape)}, the "
@@ -180,11 +210,3 @@ def load_owned_shards(model: nn.Module, folder: str | Path, device: torch.device
         local.copy_(values)
     reader.close()
     return reader
-
-
-def _non_persistent(model: nn.Module) -> set[str]:
-    names = set()
-    for prefix, module in model.named_modules():
-        for buffer in module._non_persistent_buffers_set:
-            names.add(f"{prefix}.{buffer}" if prefix else buffer)
-    return names

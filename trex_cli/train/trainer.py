@@ -1,6 +1,14 @@
-"""The native training loop for `trex train cpt|sft`: load, parallelize, loop (step, log, save), export.
+"""The native training loop for `trex train cpt|sft`: build, parallelize, load, loop (step, log, save), export.
 
-Every rank runs `run_training`. One optimizer step:
+Every rank runs `run_training`. No rank builds the whole model: each builds it on the meta device, cuts
+its pipeline stages, applies TP / EP / ETP, activation checkpointing and FSDP2 (`Engine`), and only
+then gives its own shards storage and fills them (`meta_init.materialize`): from the init checkpoint,
+reading only the slices it owns (`sharded_load.py`), or with the random init, which draws every tensor
+(every routed expert) from a generator seeded by (seed, name[, expert]), so a one-process run and every
+layout start from the same weights (`models/deepseek_v4/initialization.py`). A resume only allocates:
+the DCP checkpoint then fills every tensor.
+
+One optimizer step:
 1. the global batch for this step (a pure function of the step: see data.py) is cut into this
    data-parallel rank's micro-batches;
 2. each micro-batch's losses are scaled by its share of the global batch (the LM and MTP losses by
@@ -23,7 +31,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -32,15 +42,17 @@ import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import FSDPModule
 
-from trex_cli.console import out, warn
+from trex_cli.console import out
 from trex_cli.train.checkpoint import Checkpointer
 from trex_cli.train.config import StageSchedule, TrainSection
 from trex_cli.train.data import MicroBatch, TrainData, check_batch_sizes
 from trex_cli.train.distributed import Distributed
+from trex_cli.train.host_memory import peak_rss_kib, start_peak_measurement
 from trex_cli.train.job import TrainJob
+from trex_cli.train.meta_init import InitialWeights, materialize, meta_model
 from trex_cli.train.metrics import MetricsLogger, device_peak, flops_per_token, peak_memory_bytes
 from trex_cli.train.optim import build_optimizer, build_scheduler, clip_gradients, global_grad_norm
-from trex_cli.train.parallelize import parallelize
+from trex_cli.train.parallelize import one_rank_mixed_precision, parallelize
 
 COMPUTE_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -78,30 +90,21 @@ def _share(part: int, whole: float) -> float:
 
 
 def build_model(config, init_path: Path | None, seed: int) -> torch.nn.Module:
-    """The fp32 master model: random init from `seed`, then the weights of `init_path` when given."""
-    from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
-
-    torch.manual_seed(seed)
-    model = DeepseekV4ForCausalLM(config)
-    if init_path is not None:
-        from trex_cli.models.deepseek_v4.state_dict_adapter import load_state_dict
-
-        state = load_state_dict(init_path, config, torch.float32)
-        expected = model.state_dict()
-        unexpected = sorted(set(state) - set(expected))
-        if unexpected:
-            raise ValueError(f"{init_path}: tensors this model does not have, e.g. {unexpected[:3]}")
-        missing = sorted(set(expected) - set(state))
-        if [name for name in missing if not name.startswith("mtp.")]:
-            raise ValueError(f"{init_path}: the checkpoint lacks {len(missing)} tensors, e.g. {missing[:3]}")
-        if missing:
-            warn(f"{init_path} has no MTP weights: the MTP block starts from random init")
-        model.load_state_dict({name: tensor.float() for name, tensor in state.items()}, strict=False)
+    """The whole fp32 master model in this process: the random init of `seed`, or the weights of
+    `init_path` (the MTP block from random init when the checkpoint has none). The same values the
+    trainer gives any multi-rank layout, built the same way: on the meta device, then materialized."""
+    model = meta_model(config)
+    materialize(model, InitialWeights(init_path, seed), torch.device("cpu"), torch.device("cpu"))
     return model
 
 
 class Engine:
-    """A parallelized model with its optimizer and schedule: one `step()` is one optimizer step."""
+    """A parallelized model with its optimizer and schedule: one `step()` is one optimizer step.
+
+    `model` is either a built model (`build_model`: moved to the device, then sharded) or, as the
+    trainer passes it, one on the meta device (`meta_init.meta_model`): then this rank cuts its pipeline
+    stages and shards it first, and only then allocates its own shards and fills them as `weights`
+    says, so no rank ever holds the whole model."""
 
     def __init__(
         self,
@@ -111,12 +114,16 @@ class Engine:
         distributed: Distributed,
         seq_len: int,
         micro_batches: int,
+        weights: InitialWeights | None = None,
     ):
         self.train = train
         self.schedule = schedule
         self.distributed = distributed
         self.compute_dtype = COMPUTE_DTYPES[train.dtype]
         dims = distributed.dims
+        on_meta = any(p.device.type == "meta" for p in model.parameters())
+        if on_meta != (weights is not None):
+            raise ValueError("Engine: a meta-device model needs its InitialWeights, a built model takes none")
         # context parallel: this rank's chunk of every row (context_parallel.py); None without
         self.sequence = None
         if dims.cp > 1:
@@ -131,9 +138,16 @@ class Engine:
                 model, distributed, train, seq_len, micro_batches, schedule.micro_batch_size, self.compute_dtype,
                 self.sequence,
             )
-        self.model, self.mixed_precision = parallelize(
-            model.to(distributed.device), distributed, train.parallel, self.compute_dtype
+        self.model = parallelize(
+            model if on_meta else model.to(distributed.device), distributed, train.parallel, self.compute_dtype
         )
+        # what this rank read of the init checkpoint, per tensor name (empty: random init or a built model)
+        self.bytes_read: dict[str, int] = {}
+        if on_meta:
+            # FSDP2's CPU offload keeps the sharded parameters in host memory from the start
+            home = torch.device("cpu") if train.parallel.offload_optimizer else distributed.device
+            self.bytes_read = materialize(self.model, weights, home, distributed.device)
+        self.mixed_precision = one_rank_mixed_precision(self.model, distributed, train.parallel, self.compute_dtype)
         self.model.train()
         if self.pipeline is not None:
             self.pipeline_schedule = make_schedule(self.model)
@@ -361,6 +375,23 @@ def export_checkpoint(checkpoint: Path, config, target: Path, tokenizer_dir: Pat
     return export_hf_by_shard(config, specs, read, target, tokenizer_dir=tokenizer)
 
 
+def export_random_init(config, seed: int, target: Path, tokenizer_dir: Path | None) -> int:
+    """Write the random init of `seed` (the trainer's own: `initialization.py`) in the official HF
+    layout (bf16), one output file at a time: each tensor is drawn by name when its file is written, so
+    no process holds the whole model. Returns the parameter count."""
+    from trex_cli.models.deepseek_v4.initialization import initial_block
+    from trex_cli.models.deepseek_v4.state_dict_adapter import export_hf_by_shard
+
+    model = meta_model(config)
+    specs = model.state_dict()
+
+    def draw(names: list[str]) -> dict[str, torch.Tensor]:
+        return {name: initial_block(config, name, tuple(specs[name].shape), seed).to(specs[name].dtype) for name in names}
+
+    export_hf_by_shard(config, specs, draw, target, tokenizer_dir=tokenizer_dir)
+    return sum(p.numel() for p in model.parameters())
+
+
 def _validation_data(job: TrainJob, train: TrainSection, engine: Engine, is_main: bool) -> TrainData | None:
     """The data folder's validation split, or None (with a note on rank 0) when validation is off,
     the split is empty, or the layout is pipelined (its forward-only schedule is not built yet)."""
@@ -377,6 +408,31 @@ def _validation_data(job: TrainJob, train: TrainSection, engine: Engine, is_main
             out.print(f"validation loss is off: {reason}", highlight=False)
         return None
     return TrainData(job.data_folder, split="validation")
+
+
+# A folder: each rank writes rank<r>.json there, what building and loading its model cost it (tests)
+BUILD_MEMORY_ENV = "TREX_BUILD_MEMORY_DIR"
+
+
+def _record_build_memory(folder: Path, rank: int, before_kib: int, engine: Engine) -> None:
+    """This rank's host memory growth while it cut, sharded, allocated and loaded its model (peak RSS
+    minus RSS before, KiB), the largest routed-expert block it holds (elements, with the whole stack's)
+    and the most it read of any one expert stack from the init checkpoint (bytes). The meta build before
+    holds no storage; what it costs is torch's meta kernels, modules (torch._dynamo among them, about
+    100 MB) a process loads once whatever the model's size, so it is measured apart from it."""
+    growth = peak_rss_kib() - before_kib
+    largest, stack = 0, 0
+    for name, parameter in engine.model.named_parameters():
+        if ".ffn.experts." in name:
+            local = parameter.to_local() if hasattr(parameter, "to_local") else parameter
+            if local.numel() > largest:
+                largest, stack = local.numel(), parameter.numel()
+    read = max((count for name, count in engine.bytes_read.items() if ".ffn.experts." in name), default=0)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"rank{rank}.json").write_text(json.dumps({
+        "growth_kib": growth, "expert_local_elements": largest, "expert_stack_elements": stack,
+        "expert_bytes_read": read,
+    }))
 
 
 def run_training(job: TrainJob, distributed: Distributed) -> dict:
@@ -404,11 +460,18 @@ def run_training(job: TrainJob, distributed: Distributed) -> dict:
     accumulation = check_batch_sizes(
         schedule.global_batch_size, schedule.micro_batch_size, distributed.dims.dp, f"[train.{job.stage}]"
     )
-    model = build_model(config, job.init_path, train.seed)
-    engine = Engine(model, train, schedule, distributed, data.seq_len, accumulation)
     checkpointer = Checkpointer(job.stage_folder / "checkpoints", train.keep_last, distributed.rank)
-    start_step = 0
     latest = checkpointer.resume_point()
+    # Built on the meta device, cut and sharded, then only this rank's shards get storage and weights;
+    # a resume loads every tensor from its checkpoint, so then they only get storage.
+    weights = InitialWeights(job.init_path, train.seed, storage_only=latest is not None)
+    model = meta_model(config)
+    memory_record = os.environ.get(BUILD_MEMORY_ENV)
+    before = start_peak_measurement() if memory_record else 0
+    engine = Engine(model, train, schedule, distributed, data.seq_len, accumulation, weights)
+    if memory_record:
+        _record_build_memory(Path(memory_record), distributed.rank, before, engine)
+    start_step = 0
     if latest is not None:
         start_step = engine.load_state(checkpointer.load(latest, engine.model, engine.optimizer))
         if distributed.is_main:

@@ -583,8 +583,7 @@ class DeepseekV4ForCausalLM(nn.Module):
         )
         self.register_buffer("inv_freq_main", torch.empty(config.qk_rope_head_dim // 2), persistent=False)
         self.register_buffer("inv_freq_compress", torch.empty(config.qk_rope_head_dim // 2), persistent=False)
-        self.init_computed_buffers()
-        self.reset_parameters()
+        self.reset_parameters()  # the computed buffers too
 
     @torch.no_grad()
     def init_computed_buffers(self) -> None:
@@ -597,28 +596,19 @@ class DeepseekV4ForCausalLM(nn.Module):
         self.inv_freq_compress.copy_(yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn))
 
     # ---- initialisation --------------------------------------------------------------------------
-    @torch.no_grad()
     def reset_parameters(self, seed: int | None = None) -> None:
-        """Random init (normal std initializer_range for matrices, ones for norms and hc scales,
-        zeros for biases and sinks) and a random balanced hash-routing table."""
-        generator = torch.Generator().manual_seed(seed) if seed is not None else None
-        std = self.config.initializer_range
-        for name, parameter in self.named_parameters():
-            if parameter.device.type == "meta":
-                continue
-            leaf = name.rsplit(".", 1)[-1]
-            if leaf.endswith("_base") or leaf in ("ape", "attn_sink"):
-                parameter.zero_()
-            elif leaf.endswith("_scale") or (leaf == "weight" and parameter.dim() == 1):
-                parameter.fill_(1.0)
-            else:
-                values = torch.randn(parameter.shape, generator=generator, dtype=torch.float32) * std
-                parameter.copy_(values)
-        for module in self.modules():
-            if isinstance(module, Gate) and module.hashed and module.tid2eid.device.type != "meta":
-                experts = self.config.n_routed_experts
-                draws = torch.rand(self.config.vocab_size, experts, generator=generator)
-                module.tid2eid.copy_(draws.argsort(dim=-1)[:, : module.topk])
+        """Random init (`initialization.py`: normal std initializer_range for matrices, ones for norms and
+        hc scales, zeros for biases and sinks, a random hash-routing table), each tensor drawn from its
+        own generator seeded by (seed, name), so any layout of the model starts from the same weights.
+        Without `seed` one is drawn from torch's global generator (`torch.manual_seed` decides the init).
+        A model on the meta device is left as it is (it is initialized once it has storage)."""
+        from trex_cli.models.deepseek_v4.initialization import initialize
+
+        if any(p.device.type == "meta" for p in self.parameters()):
+            return
+        if seed is None:
+            seed = int(torch.randint(0, 2**63 - 1, (), device="cpu"))
+        initialize(self, seed)
 
     # ---- forward ---------------------------------------------------------------------------------
     def _rope(self, position_ids: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
