@@ -160,3 +160,22 @@ def test_a_checkpoint_without_mtp_gets_the_random_mtp_block_and_one_with_extra_t
     beyond = rewrite("beyond", {**tensors, "layers.0.ffn.experts.8.w1.weight": tensors["layers.0.ffn.experts.0.w1.weight"].clone()})
     with pytest.raises(ValueError, match="experts.8.w1"):
         build_model(config, beyond, seed=4)
+
+
+def test_a_dense_tensor_is_drawn_by_runs_of_rows_and_any_block_is_its_slice(monkeypatch):
+    """With runs of a few rows, a block (FSDP's rows, TP's columns, an empty shard, the last row) is exactly
+    that slice of the whole tensor, and a block of rows draws only the runs it falls in."""
+    monkeypatch.setattr(initialization, "ELEMENTS_PER_DRAW", 100)  # 11 rows of 9 values per run
+    config = get_flavor("tiny")
+    name, shape = "layers.0.attn.wq_a.weight", (37, 9)
+    whole = initialization.initial_block(config, name, shape, seed=3)
+    assert abs(float(whole.std()) - config.initializer_range) < 0.01
+    for block in [(slice(5, 20), slice(2, 7)), (slice(36, 37), slice(0, 9)), (slice(11, 11), slice(0, 9)),
+                  (slice(0, 37), slice(4, 5))]:
+        assert torch.equal(initialization.initial_block(config, name, shape, seed=3, block=block), whole[block])
+    drawn = []
+    original = initialization.tensor_generator
+    monkeypatch.setattr(initialization, "tensor_generator",
+                        lambda seed, key, expert=None: drawn.append(key) or original(seed, key, expert))
+    initialization.initial_block(config, name, shape, seed=3, block=(slice(12, 20), slice(0, 9)))
+    assert drawn == [f"{name}#rows1"]

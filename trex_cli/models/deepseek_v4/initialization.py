@@ -5,9 +5,9 @@ model), and a routed-expert stack [E, ...] is drawn one expert at a time, each e
 expert index). So the values do not depend on which process holds which block of a tensor, nor on the
 order tensors are visited: a one-process model, any multi-rank layout (pipeline stages, TP / EP / ETP
 and FSDP shards of a model built on the meta device) and a model of either kind re-initialized later
-all start from the same weights, and each rank computes only what it holds. A dense tensor is drawn
-whole and cut to the rank's block (it is small beside the experts); an expert stack is drawn only for
-the experts in the rank's block, so no rank ever draws a whole stack.
+all start from the same weights, and each rank computes only what it holds. A dense tensor is drawn in
+runs of whole rows, each run from (seed, name, run), and a rank draws only the runs its rows fall in; an
+expert stack is drawn only for the experts in the rank's block, so no rank ever draws a whole stack.
 
 The rule (`DeepseekV4ForCausalLM`'s init): normal(0, initializer_range) for matrices; ones for norm
 weights and the mHC `*_scale`; zeros for `*_base`, `ape`, `attn_sink` and the gates' routing bias; a
@@ -100,7 +100,29 @@ def initial_block(config: DeepseekV4Config, name: str, shape: tuple[int, ...], s
             drawn = torch.randn(shape[1:], generator=tensor_generator(seed, name, expert)) * std
             values[row] = drawn[rest]
         return values
-    return (torch.randn(shape, generator=tensor_generator(seed, name)) * std)[block]
+    return _dense_normal_block(name, shape, seed, block) * std
+
+
+ELEMENTS_PER_DRAW = 1 << 22  # a dense tensor is drawn in runs of whole rows of about this many values (16 MB)
+
+
+def _dense_normal_block(name: str, shape: tuple[int, ...], seed: int, block: Block) -> torch.Tensor:
+    """Standard normal values of the block `block` of the dense tensor `name`. The tensor is drawn in runs of
+    whole rows (first dimension), each run from its own generator (seed, name, run), so a rank draws only the
+    runs its rows fall in: at most one run beyond its block, never the whole tensor (V4-Flash's embedding is
+    2 GB in fp32)."""
+    if len(shape) == 0:
+        return torch.randn((), generator=tensor_generator(seed, name))
+    rows, row_size = shape[0], max(1, int(torch.Size(shape[1:]).numel()))
+    per_run = max(1, ELEMENTS_PER_DRAW // row_size)
+    first, stop = block[0].start, block[0].stop
+    pieces = []
+    for run in range(first // per_run, -(-stop // per_run)):
+        run_start = run * per_run
+        run_rows = min(per_run, rows - run_start)
+        drawn = torch.randn((run_rows, *shape[1:]), generator=tensor_generator(seed, f"{name}#rows{run}"))
+        pieces.append(drawn[max(first, run_start) - run_start : min(stop, run_start + run_rows) - run_start])
+    return torch.cat(pieces)[(slice(None), *block[1:])]
 
 
 @torch.no_grad()
