@@ -4,7 +4,10 @@ interpreter per program, measured side by side on the same programs.
 
 Every figure comes from this run. The machine may be shared: the wall-clock rate is what this run got;
 the CPU-time rate (verified problems per CPU-second of the whole process tree, times 2 cores) is what 2
-idle cores would give, and the load average is printed beside them.
+idle cores would give, and the load average is printed beside them. The process tree's CPU time is this
+process's and its children's resource accounting plus, under bubblewrap, the sandbox servers' own count
+of their CPU and their programs' (`Sandbox.cpu_s`): a PID namespace keeps that tree out of the parent's
+accounting, so without it the rate would leave out the programs check 3 runs.
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ def _tree_cpu_seconds() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _sandbox_tree_hidden() -> bool:
+    """Whether the synth workers' sandboxes run under bubblewrap (isolation "auto" where it works): then
+    their servers and programs are missing from RUSAGE_CHILDREN and are added from the servers' count."""
+    from trex_sandbox.client import _bwrap_works, bwrap_path
+
+    bwrap = bwrap_path()
+    return bool(bwrap) and _bwrap_works(bwrap, sys.executable)
 
 
 def _sample_programs(count: int) -> list[tuple[str, dict | None, str]]:
@@ -93,6 +105,9 @@ def bench_pipeline(n: int) -> list[dict]:
         cpu = _tree_cpu_seconds() - cpu_before
     verified = result.counts["problems"]
     seconds = result.summary["this_run"]["worker_seconds"]
+    sandbox_cpu = seconds.get("sandbox_cpu", 0.0)
+    if _sandbox_tree_hidden():
+        cpu += sandbox_cpu
     worker_total = seconds.get("total", 0.0) or 1e-9
     highs = seconds.get("pyomo_solve", 0.0) + seconds.get("matrix_solve", 0.0)
     program = seconds.get("program", 0.0)
@@ -107,6 +122,12 @@ def bench_pipeline(n: int) -> list[dict]:
         {"benchmark": "synth", "figure": "verified problems/s on 2 idle cores (per CPU-second of the process tree x 2)",
          "value": round(cpu_rate, 2), "unit": "problems/s", "baseline": "target", "baseline_value": TARGET_PER_S,
          "ratio": round(cpu_rate / TARGET_PER_S, 2), "target": f">= {TARGET_PER_S:g}"},
+        {"benchmark": "synth", "figure": "CPU ms per verified problem (process tree, sandboxed programs included)",
+         "value": round(cpu / max(verified, 1) * 1e3, 1), "unit": "ms", "baseline": "", "baseline_value": "",
+         "ratio": "", "target": f"<= {2e3 / TARGET_PER_S:g}"},
+        {"benchmark": "synth", "figure": "share of the CPU time in the sandbox (check 3's programs and their server)",
+         "value": round(sandbox_cpu / cpu, 3) if cpu else "", "unit": "fraction", "baseline": "", "baseline_value": "",
+         "ratio": "", "target": ""},
         {"benchmark": "synth", "figure": "share of worker time in HiGHS solve calls (Pyomo + highspy paths)",
          "value": round(highs / worker_total, 3), "unit": "fraction", "baseline": "", "baseline_value": "",
          "ratio": "", "target": ""},

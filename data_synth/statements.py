@@ -27,6 +27,7 @@ number of the instance stays verbatim in the statement.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import unicodedata
@@ -253,9 +254,8 @@ def rephrase(text: str, split: str, variant: int, rules: list[Phrasing], names: 
     they are. One combined pass, so a replacement is never rewritten by a later rule."""
     # each rule draws from its own stream, so adding a rule (or an eval wording) leaves every other rule's
     # choice, and so every statement it does not match, as it was
-    chosen = [random.Random(f"trex-phrasing:{split}:{variant}:{rule.pattern}").choice(rule.alternatives(split))
-              for rule in rules]
-    combined = re.compile("|".join(f"(?P<r{i}>{rule.pattern})" for i, rule in enumerate(rules)), re.IGNORECASE)
+    chosen = [_chosen_wording(split, variant, rule) for rule in rules]
+    combined = _combined_pattern(tuple(rule.pattern for rule in rules), _possible_rules(text, rules))
 
     def replace(match: re.Match) -> str:
         index = int(match.lastgroup[1:])
@@ -272,6 +272,52 @@ def rephrase(text: str, split: str, variant: int, rules: list[Phrasing], names: 
         position = protected.end()
     parts.append(combined.sub(replace, text[position:]))
     return "".join(parts)
+
+
+@functools.lru_cache(maxsize=None)
+def _chosen_wording(split: str, variant: int, rule: Phrasing) -> str:
+    """The wording skeleton phrasing `variant` of `split` picks for `rule`: drawn from the rule's own stream."""
+    return random.Random(f"trex-phrasing:{split}:{variant}:{rule.pattern}").choice(rule.alternatives(split))
+
+
+@functools.lru_cache(maxsize=None)
+def _required_literal(pattern: str) -> str | None:
+    """Lower-case ASCII text every match of `pattern` contains (its longest run of plain characters outside
+    any group, class or lookaround), or None when it has none that is safe to look for."""
+    try:
+        parsed = re._parser.parse(pattern)
+    except Exception:  # a parser of another Python: no filter, every rule is tried
+        return None
+    best, run = "", ""
+    for op, argument in parsed:
+        if op is re._constants.LITERAL:
+            run += chr(argument)
+            continue
+        best, run = max(best, run, key=len), ""
+    best = max(best, run, key=len)
+    return best.lower() if best and best.isascii() else None
+
+
+def _possible_rules(text: str, rules: list[Phrasing]) -> tuple[int, ...]:
+    """The indices of `rules` that may match somewhere in `text`: a rule whose required literal text is not
+    in it cannot (an ASCII text, matched case-insensitively, holds the literal in lower case wherever a
+    match is). A rule may still not match; the others surely do not, so leaving them out of the combined
+    pattern changes no replacement."""
+    if not text.isascii():
+        return tuple(range(len(rules)))
+    lower = text.lower()
+    possible = []
+    for index, rule in enumerate(rules):
+        literal = _required_literal(rule.pattern)
+        if literal is None or literal in lower:
+            possible.append(index)
+    return tuple(possible)
+
+
+@functools.lru_cache(maxsize=4096)
+def _combined_pattern(patterns: tuple[str, ...], indices: tuple[int, ...]) -> re.Pattern:
+    """One case-insensitive pattern trying `patterns[i]` for i in `indices`, in order, as group `r<i>`."""
+    return re.compile("|".join(f"(?P<r{i}>{patterns[i]})" for i in indices) or "(?!)", re.IGNORECASE)
 
 
 def _match_case(original: str, replacement: str) -> str:

@@ -337,7 +337,18 @@ def close_worker() -> None:
 
 
 def process_candidate(task: tuple[str, int]) -> dict:
-    """Make and verify one candidate; return {"index", "record", "cpt", "sft"} or {"index", "reject"}."""
+    """Make and verify one candidate; return {"index", "record", "cpt", "sft"} or {"index", "reject"}, with
+    "seconds": where the time went, and in "sandbox_cpu" the CPU time its programs (and the sandbox server
+    running them) used, which the worker's own resource accounting does not see under bubblewrap."""
+    sandbox = _WorkerState.sandbox
+    before = sandbox.cpu_s if sandbox is not None else 0.0
+    result = _process_candidate(task)
+    if sandbox is not None:
+        result["seconds"]["sandbox_cpu"] = sandbox.cpu_s - before
+    return result
+
+
+def _process_candidate(task: tuple[str, int]) -> dict:
     from data_synth.verify import verify_instance
 
     split, index = task

@@ -32,6 +32,7 @@ import copy
 import json
 import math
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,11 +108,14 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
 
     namespace = {"pyo": pyo, "data": copy.deepcopy(data)}
     started = time.perf_counter()
+    name = solver_name(family, data)
     try:
         exec(compile(family.model_code_for(data), f"<{family.name}.model_code>", "exec"), namespace)
         model = namespace["model"]
         built = time.perf_counter()
-        solver = pyo.SolverFactory(solver_name(family, data))
+        if name == "appsi_highs":
+            return _solve_appsi(model, time_limit, seconds, started, built)
+        solver = pyo.SolverFactory(name)
         solver.options["mip_rel_gap"] = 1e-9
         solver.options["time_limit"] = float(time_limit)
         # one HiGHS thread per worker process: the pipeline parallelizes over problems, and HiGHS sizes
@@ -122,6 +126,7 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
             seconds["pyomo_build"] = built - started
             seconds["pyomo_solve"] = time.perf_counter() - built
     except Exception as error:  # a broken family must be a counted reject, not a crash
+        _appsi.solver = None  # a solve that failed halfway leaves nothing behind for the next one
         return PyomoOutcome(status="error", error=f"{type(error).__name__}: {error}")
     condition = results.solver.termination_condition
     if condition == pyo.TerminationCondition.optimal:
@@ -132,6 +137,43 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
     if condition in (pyo.TerminationCondition.infeasible, pyo.TerminationCondition.infeasibleOrUnbounded):
         return PyomoOutcome(status="infeasible")
     return PyomoOutcome(status=str(condition))
+
+
+_appsi = threading.local()  # this thread's appsi HiGHS interface (`_solve_appsi`)
+
+
+def _solve_appsi(model, time_limit: float, seconds: dict | None, started: float, built: float) -> PyomoOutcome:
+    """Check 1's solve of a linear model: Pyomo's appsi HiGHS interface, called directly rather than through
+    `SolverFactory("appsi_highs")`'s legacy wrapper (which builds a legacy results object and a symbol map
+    for every variable, only for the caller to load the same values back). The interface object is kept
+    per thread: a solve of another model rebuilds the whole HiGHS instance from that model (`set_instance`),
+    so nothing of one solve reaches the next. HiGHS's log is switched off (`output_flag`), not captured and
+    discarded; the options that decide the solve are those of the other path."""
+    from pyomo.contrib.appsi.base import TerminationCondition, legacy_termination_condition_map
+    from pyomo.contrib.appsi.solvers import Highs
+
+    import pyomo.environ as pyo
+
+    solver = getattr(_appsi, "solver", None)
+    if solver is None:
+        solver = _appsi.solver = Highs()
+        solver.config.load_solution = False
+    # one HiGHS thread per worker process, as on the SolverFactory path
+    solver.highs_options = {"mip_rel_gap": 1e-9, "time_limit": float(time_limit), "threads": 1,
+                            "output_flag": False}
+    results = solver.solve(model)
+    if seconds is not None:
+        seconds["pyomo_build"] = built - started
+        seconds["pyomo_solve"] = time.perf_counter() - built
+    condition = results.termination_condition
+    if condition == TerminationCondition.optimal:
+        results.solution_loader.load_vars()
+        x = {variable.local_name: {index: variable[index].value for index in variable}
+             for variable in model.component_objects(pyo.Var, active=True)}
+        return PyomoOutcome(status="optimal", objective=float(pyo.value(model.obj)), x=x)
+    if condition in (TerminationCondition.infeasible, TerminationCondition.infeasibleOrUnbounded):
+        return PyomoOutcome(status="infeasible")
+    return PyomoOutcome(status=str(legacy_termination_condition_map[condition]))
 
 
 def build_matrix(family: ProblemFamily, data: dict) -> MatrixModel:

@@ -251,6 +251,7 @@ class Sandbox:
         self.files_sealed = False  # whether a program can read only the runtime and its own folder
         self.preloaded: list[str] = []
         self.warm_up_failures: list[str] = []
+        self._server_cpu: dict[subprocess.Popen, float] = {}  # server -> the CPU seconds it last reported
 
     # -------------------------------------------------------------------------------------------
     def __enter__(self) -> Sandbox:
@@ -385,6 +386,8 @@ class Sandbox:
                 continue
             with self._lock:
                 waiter = self._pending.get(reply.get("job"))
+                if "server_cpu_s" in reply:
+                    self._server_cpu[process] = float(reply["server_cpu_s"])
             if waiter is not None:
                 waiter["reply"] = reply
                 waiter["event"].set()
@@ -394,6 +397,14 @@ class Sandbox:
                 if waiter.get("process") is process and "reply" not in waiter:
                     waiter["reply"] = None
                     waiter["event"].set()
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds the sandbox's servers (a restarted one too) and the programs they ran have used, as
+        of each server's latest reply. Counted by the servers themselves: under bubblewrap's PID namespace
+        none of it reaches this process's `resource.getrusage(RUSAGE_CHILDREN)`."""
+        with self._lock:
+            return sum(self._server_cpu.values())
 
     def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None

@@ -101,3 +101,17 @@ def test_child_processes_are_killed_with_the_program_at_the_timeout(sandbox):
     while time.monotonic() < deadline and processes_with("97.541"):
         time.sleep(0.05)
     assert not processes_with("97.541"), "the program's own child survived the timeout"
+
+
+def test_the_sandbox_counts_its_programs_cpu_time():
+    # under bubblewrap the servers and their programs are out of the caller's resource accounting: the
+    # sandbox's own count starts with the server's start-up and grows by at least each program's CPU time
+    with Sandbox(SandboxSettings(timeout=20, memory_mb=1024, workers=1)) as fresh:
+        assert fresh.cpu_s == 0.0  # nothing reported before the first reply
+        busy = "total = 0\nfor i in range(3_000_000):\n    total += i\nprint(total)\n"
+        first = fresh.run(busy)
+        assert first.exit_ok and first.cpu_s > 0
+        after_first = fresh.cpu_s
+        assert after_first >= first.cpu_s
+        second = fresh.run(busy)
+        assert fresh.cpu_s >= after_first + second.cpu_s - 0.011  # counts are rounded to 10 ms ticks at most

@@ -23,6 +23,7 @@ from data_synth.statements import (
     apply_skeleton,
     arrange,
     draw_skeleton,
+    entity_names,
     masked_skeleton,
     overlap_report,
     relayout_fields,
@@ -111,6 +112,54 @@ def test_rephrase_keeps_code_and_names_and_never_chains():
     out = rephrase(text, "eval", 0, rules, names=["Node Hub"])
     assert out == "No more than 5 units reach the vertex Node Hub; `at most` and ```\nat most\n``` stay."
     assert rephrase(text, "train", 0, rules) == text
+
+
+def _rephrase_trying_every_rule(text, split, variant, rules, names=()):
+    """`rephrase` as it was before rules that cannot match were left out: one pattern of every rule."""
+    import re
+
+    chosen = [random.Random(f"trex-phrasing:{split}:{variant}:{rule.pattern}").choice(rule.alternatives(split))
+              for rule in rules]
+    combined = re.compile("|".join(f"(?P<r{i}>{rule.pattern})" for i, rule in enumerate(rules)), re.IGNORECASE)
+
+    def replace(match):
+        wording = chosen[int(match.lastgroup[1:])]
+        return wording[0].upper() + wording[1:] if match.group(0)[:1].isupper() and wording else wording
+
+    kept = sorted({name for name in names if name.strip()}, key=len, reverse=True)
+    protected = re.compile(r"```.*?```|`[^`\n]*`" + "".join("|" + r"(?<!\w)" + re.escape(name) + r"(?!\w)"
+                                                          for name in kept), re.DOTALL)
+    parts, position = [], 0
+    for span in protected.finditer(text):
+        parts += [combined.sub(replace, text[position:span.start()]), span.group(0)]
+        position = span.end()
+    return "".join(parts) + combined.sub(replace, text[position:])
+
+
+def test_rephrase_leaves_out_only_rules_that_cannot_match():
+    # the combined pattern holds only the rules whose literal text occurs: the result is the same as trying
+    # every rule, for every family's statements, both splits, and texts a rule's literal may not predict
+    # (upper case, no ASCII, a literal only inside code, a rule without a literal, a lookahead at a boundary)
+    texts = []
+    for family in all_families().values():
+        scenario = family.scenarios[0]
+        data = family.sample(random.Random(5), "small", scenario)
+        rules = list(family.phrasings) + list(GENERIC_PHRASINGS)
+        for representation in ("text", "table"):
+            texts.append((family.render_statement(data, scenario, representation), rules, sorted(entity_names(data))))
+    odd_rules = [Phrasing(r"\bat most\b", ("at most",), ("no more than",)),
+                 Phrasing(r"(?:each|every) unit", ("each unit",), ("per unit",)),
+                 Phrasing(r"\bshould\b(?= the\b)", ("should",), ("would",)),
+                 Phrasing(r"colou?r", ("colour",), ("hue",))] + list(GENERIC_PHRASINGS)
+    texts += [("AT MOST 5 Colors; EVERY UNIT should the plant make?", odd_rules, []),
+              ("Café: at most 5 crème, at ﬁrst; ſhould the plant?", odd_rules, ["Café"]),
+              ("Only `at most` in code, and each unit here.", odd_rules, []),
+              ("at mostly and the total at\nmost", odd_rules, ["at most"])]
+    for text, rules, names in texts:
+        for split in ("train", "eval"):
+            for variant in (0, 3):
+                assert rephrase(text, split, variant, rules, names) == \
+                    _rephrase_trying_every_rule(text, split, variant, rules, names), text[:80]
 
 
 def test_arrange_moves_the_question_and_adds_opening_and_distractor():

@@ -226,3 +226,41 @@ def test_quality_counts_a_row_tight_to_the_integer_steps_as_binding():
     assert integer_tight_rows(matrix, {"take[a]": 0.0}) == []  # slack 7 would fit the item
     matrix.col_integer[item] = False  # a continuous variable could use the slack
     assert integer_tight_rows(matrix, {"take[a]": 1.0}) == []
+
+
+def _solve_through_solver_factory(family, data):
+    """Check 1's solve through `SolverFactory("appsi_highs")`, the legacy wrapper `solve_pyomo` called before
+    it used the appsi interface directly: (status, objective, solution)."""
+    import copy
+
+    import pyomo.environ as pyo
+
+    namespace = {"pyo": pyo, "data": copy.deepcopy(data)}
+    exec(family.model_code_for(data), namespace)
+    model = namespace["model"]
+    solver = pyo.SolverFactory("appsi_highs")
+    solver.options.update({"mip_rel_gap": 1e-9, "time_limit": 30.0, "threads": 1})
+    results = solver.solve(model, load_solutions=False)
+    if results.solver.termination_condition != pyo.TerminationCondition.optimal:
+        return str(results.solver.termination_condition), None, {}
+    model.solutions.load_from(results)
+    return "optimal", float(pyo.value(model.obj)), {
+        variable.local_name: {index: variable[index].value for index in variable}
+        for variable in model.component_objects(pyo.Var, active=True)}
+
+
+@pytest.mark.parametrize("name", ["production_mix", "knapsack_01", "facility_location_capacitated",
+                                  "transportation", "lot_sizing"])
+def test_check_1_reads_what_the_solver_factory_path_reads(name):
+    # one appsi interface serves every solve of the thread: each solve gives exactly the status, objective and
+    # values a fresh SolverFactory solve of the same model gives, whatever was solved before it
+    family = get_family(name)
+    rng = random.Random(11)
+    for difficulty in ("small", "medium"):
+        data = family.sample(rng, difficulty, rng.choice(family.scenarios))
+        outcome = solve_pyomo(family, data)
+        assert (outcome.status, outcome.objective, outcome.x) == _solve_through_solver_factory(family, data)
+        infeasible = family.make_infeasible(data, rng)
+        if infeasible is not None:
+            assert solve_pyomo(family, infeasible).status == "infeasible"
+            assert solve_pyomo(family, data).objective == outcome.objective
