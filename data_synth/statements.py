@@ -274,13 +274,13 @@ def rephrase(text: str, split: str, variant: int, rules: list[Phrasing], names: 
     return "".join(parts)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _chosen_wording(split: str, variant: int, rule: Phrasing) -> str:
     """The wording skeleton phrasing `variant` of `split` picks for `rule`: drawn from the rule's own stream."""
     return random.Random(f"trex-phrasing:{split}:{variant}:{rule.pattern}").choice(rule.alternatives(split))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _required_literal(pattern: str) -> str | None:
     """Lower-case ASCII text every match of `pattern` contains (its longest run of plain characters outside
     any group, class or lookaround), or None when it has none that is safe to look for."""

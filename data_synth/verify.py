@@ -149,10 +149,9 @@ def _solve_appsi(model, time_limit: float, seconds: dict | None, started: float,
     per thread: a solve of another model rebuilds the whole HiGHS instance from that model (`set_instance`),
     so nothing of one solve reaches the next. HiGHS's log is switched off (`output_flag`), not captured and
     discarded; the options that decide the solve are those of the other path."""
+    import pyomo.environ as pyo
     from pyomo.contrib.appsi.base import TerminationCondition, legacy_termination_condition_map
     from pyomo.contrib.appsi.solvers import Highs
-
-    import pyomo.environ as pyo
 
     solver = getattr(_appsi, "solver", None)
     if solver is None:
