@@ -7,6 +7,7 @@ loss mask on assistant tokens only and padding to different lengths.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -114,3 +115,22 @@ TINY_FP32 = (
     "--set", 'train.dtype="fp32"', "--set", "train.cpt.global_batch_size=4", "--set", "train.cpt.micro_batch_size=1",
     "--set", "train.cpt.warmup_steps=2", "--set", "train.cpt.lr=1e-4", "--set", "train.log_every=100",
 )
+
+
+@contextlib.contextmanager
+def fake_rank(rank: int, dims):
+    """One rank of a `dims.world`-rank layout in this process: its meshes stand over torch's fake process
+    group (collectives do nothing), so a test can build and shard that rank's model, on the meta device
+    or not, without starting the other ranks. Yields the rank's `Distributed`."""
+    import torch
+    import torch.distributed as dist
+
+    from trex_cli.train.distributed import Distributed
+
+    fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
+    dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=rank, world_size=dims.world)
+    try:
+        dense, expert = dims.build_meshes("cpu")
+        yield Distributed(rank, dims.world, 0, torch.device("cpu"), "fake", dims, dense, expert)
+    finally:
+        dist.destroy_process_group()

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.distributed as dist
+from conftest import fake_rank
 
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.train.config import ParallelSection
-from trex_cli.train.distributed import Distributed
 from trex_cli.train.expert_parallel import blocks_of
 from trex_cli.train.meta_init import build_rank_model
 from trex_cli.train.parallel_dims import ParallelDims
 from trex_cli.train.parallelize import apply_fsdp
-
-fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
 
 
 def _prefetch_lists(module) -> tuple[list, list]:
@@ -31,14 +28,9 @@ def test_each_block_prefetches_its_experts_and_its_neighbour(ep):
     config = get_flavor("tiny")
     parallel = ParallelSection(ep=ep)
     dims = ParallelDims.from_section(parallel, 2)
-    dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=1, world_size=2)
-    try:
-        dense, expert = dims.build_meshes("cpu")
-        distributed = Distributed(1, 2, 0, torch.device("cpu"), "fake", dims, dense, expert)
+    with fake_rank(1, dims) as distributed:
         model = build_rank_model(config, distributed, parallel)
         apply_fsdp(model, distributed, torch.float32, offload_optimizer=False, expert_parallel=ep > 1)
-    finally:
-        dist.destroy_process_group()
     blocks = blocks_of(model)
     assert len(blocks) == config.num_hidden_layers + config.num_nextn_predict_layers
     state = {id(block): block._get_fsdp_state() for block in blocks}

@@ -16,19 +16,15 @@ import json
 
 import pytest
 import torch
-import torch.distributed as dist
-from conftest import losses, make_data_folder, run_trex
+from conftest import fake_rank, losses, make_data_folder, run_trex
 
 from trex_cli.models.deepseek_v4 import initialization, state_dict_adapter
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 from trex_cli.train.config import ParallelSection
-from trex_cli.train.distributed import Distributed
 from trex_cli.train.meta_init import InitialWeights, build_rank_model, materialize
 from trex_cli.train.parallel_dims import ParallelDims
 from trex_cli.train.parallelize import apply_fsdp
-
-fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
 
 LAYOUTS = {  # 4 ranks each; the rank checked is the last
     "tp2_ep4": ParallelSection(tp=2, ep=4),
@@ -53,10 +49,7 @@ def test_a_rank_initializes_exactly_its_blocks_of_the_one_process_model(layout, 
         return randn(*args, **kwargs)
 
     monkeypatch.setattr(torch, "randn", recording_randn)
-    dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=3, world_size=4)
-    try:
-        dense, expert = dims.build_meshes("cpu")
-        distributed = Distributed(3, 4, 0, torch.device("cpu"), "fake", dims, dense, expert)
+    with fake_rank(3, dims) as distributed:
         model = build_rank_model(config, distributed, parallel)
         apply_fsdp(model, distributed, torch.float32, offload_optimizer=False, expert_parallel=True)
         materialize(model, InitialWeights(seed=5), torch.device("cpu"), torch.device("cpu"))
@@ -73,8 +66,6 @@ def test_a_rank_initializes_exactly_its_blocks_of_the_one_process_model(layout, 
         else:
             assert checked == len(expected)
         assert torch.equal(model.inv_freq_main, whole.inv_freq_main)
-    finally:
-        dist.destroy_process_group()
     stack = (config.moe_intermediate_size, config.hidden_size)
     assert drawn and not any(len(shape) == 3 for shape in drawn)  # experts are drawn one at a time
     assert stack in drawn or stack[::-1] in drawn

@@ -7,8 +7,7 @@ parameters per stage, and the parameter, gradient and optimizer bytes of the hea
 from __future__ import annotations
 
 import pytest
-import torch
-import torch.distributed as dist
+from conftest import fake_rank
 
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.plan.clusters import load_cluster
@@ -16,23 +15,14 @@ from trex_cli.plan.layout import Job, PlannedLayout, default_noop_layers
 from trex_cli.plan.memory import Precision, estimate_memory, stage_parameter_counts
 from trex_cli.plan.parameters import ModelShape
 from trex_cli.train.config import ParallelSection
-from trex_cli.train.distributed import Distributed
 from trex_cli.train.meta_init import build_rank_model, local_elements
 from trex_cli.train.parallel_dims import ParallelDims
-
-fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
 
 # (flavor, world, tp, pp, ep, layers per virtual stage): T-Rex's Flash and Pro layouts
 PAPER_LAYOUTS = {
     "flash": ("flash", 128, 1, 4, 32, 0),
     "pro": ("pro", 512, 2, 8, 64, 4),  # PP8, 4 slots per virtual stage (2 per rank), no-op slots 3, 62, 63
 }
-
-
-def _fake_rank(rank: int, dims: ParallelDims) -> Distributed:
-    dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=rank, world_size=dims.world)
-    dense, expert = dims.build_meshes("cpu")
-    return Distributed(rank, dims.world, 0, torch.device("cpu"), "fake", dims, dense, expert)
 
 
 @pytest.mark.slow
@@ -56,13 +46,10 @@ def test_one_rank_of_the_papers_layout_holds_what_the_planner_counts(name):
     # the last rank of the heaviest stage: its last tensor rank and its last expert slice
     stage = estimate.stage
     rank = (stage + 1) * dims.ranks_per_stage - 1
-    try:
-        distributed = _fake_rank(rank, dims)
+    with fake_rank(rank, dims) as distributed:
         assert distributed.pp_rank == stage and distributed.dense_mesh["tp"].get_local_rank() == tp - 1
         assert distributed.expert_mesh["ep"].get_local_rank() == ep - 1
         model = build_rank_model(config, distributed, parallel)
-    finally:
-        dist.destroy_process_group()
     assert all(p.is_meta for p in model.parameters())
     held = local_elements(model)
     planned = planned_stages[stage]

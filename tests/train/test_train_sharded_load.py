@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.distributed as dist
+from conftest import fake_rank
 
 from trex_cli.models.deepseek_v4 import state_dict_adapter
 from trex_cli.models.deepseek_v4.config import get_flavor
 from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
 from trex_cli.train.config import ParallelSection
-from trex_cli.train.distributed import Distributed
 from trex_cli.train.meta_init import build_rank_model
 from trex_cli.train.parallel_dims import ParallelDims
 from trex_cli.train.parallelize import apply_fsdp
 from trex_cli.train.sharded_load import load_owned_shards, owned_block
-
-fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
 
 EXPORTS = {
     "official_bf16": lambda model, out: state_dict_adapter.export_hf(model, out, max_shard_bytes=1 << 20),
@@ -38,10 +35,7 @@ def test_a_rank_reads_only_its_blocks(kind, tmp_path):
     whole = state_dict_adapter.load_state_dict(folder, config, torch.float32)
     parallel = ParallelSection(tp=2, ep=4)
     dims = ParallelDims.from_section(parallel, 4)
-    dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=3, world_size=4)
-    try:
-        dense, expert = dims.build_meshes("cpu")
-        distributed = Distributed(3, 4, 0, torch.device("cpu"), "fake", dims, dense, expert)
+    with fake_rank(3, dims) as distributed:
         model = build_rank_model(config, distributed, parallel)
         apply_fsdp(model, distributed, torch.float32, offload_optimizer=False, expert_parallel=True)
         reader = load_owned_shards(model, folder, torch.device("cpu"))
@@ -61,8 +55,6 @@ def test_a_rank_reads_only_its_blocks(kind, tmp_path):
         for name in whole:
             if ".ffn.experts." in name:
                 assert reader.bytes_read[name] == pytest.approx(whole[name].numel() * stored_bytes / 4), name
-    finally:
-        dist.destroy_process_group()
 
 
 def _load_on(nproc: int, ep: int, folder, out) -> list[dict]:
