@@ -129,11 +129,12 @@ def die_with_the_launcher() -> None:
     import ctypes
     import signal
 
+    parent = os.getppid()
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the agent died before the request was made: no one would stop this worker
+    if os.getppid() != parent:  # the agent died before the request was made: no one would stop this worker
         sys.exit(1)
 
 
