@@ -102,7 +102,10 @@ def run_cli(corpus: Path, out: Path, run_dir: Path, in_memory_module: Path | Non
     if in_memory_module is not None:  # the same CLI, with the builder of before
         prelude += (f"sys.path.insert(0, {str(in_memory_module)!r})\n"
                     "import trex_in_memory_cpt, trex_cli.data.cpt\n"
-                    "trex_cli.data.cpt.build_cpt = trex_in_memory_cpt.build_cpt\n")
+                    # the old one-process builder knows no executor settings (it is the baseline they replace)
+                    "def build_cpt(*args, executor=None, dry_run=False, **kwargs):\n"
+                    "    return trex_in_memory_cpt.build_cpt(*args, **kwargs)\n"
+                    "trex_cli.data.cpt.build_cpt = build_cpt\n")
     prelude += "from trex_cli.app import main\nsys.argv = ['trex'] + sys.argv[1:]\nsys.exit(main())\n"
     command = [sys.executable, "-c", prelude, "data", "cpt", "--source", str(corpus), "--train-tokenizer",
                str(VOCAB), "--seq-len", str(SEQ_LEN), "--run-dir", str(run_dir), "--out", str(out), "--no-progress"]

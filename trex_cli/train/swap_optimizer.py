@@ -34,12 +34,10 @@ import torch
 from torch.distributed.tensor import DTensor
 from torch.optim.adamw import adamw
 
+from trex_cli.models.deepseek_v4.initialization import local_tensor as _local
+
 MOMENTS = ("exp_avg", "exp_avg_sq")
 DEFAULT_BUCKETS = 16  # MindSpeed's --swap-optimizer-times default: 16 transfers per step
-
-
-def _local(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
 
 
 class SwappedAdamW(torch.optim.AdamW):
@@ -70,26 +68,26 @@ class SwappedAdamW(torch.optim.AdamW):
     def _host_zeros_like(local: torch.Tensor) -> torch.Tensor:
         return torch.zeros(local.shape, dtype=local.dtype, device="cpu", pin_memory=local.device.type != "cpu")
 
-    def _to_host(self, value: torch.Tensor) -> torch.Tensor:
-        """The same tensor (a DTensor keeps its mesh and placements) with its local data in host memory."""
-        local = _local(value)
-        host = self._host_zeros_like(local)
-        host.copy_(local)
+    def _host_like(self, value: torch.Tensor) -> torch.Tensor:
+        """Zeros shaped as `value` (a DTensor keeps its mesh and placements) with the local data in host memory."""
+        host = self._host_zeros_like(_local(value))
         if isinstance(value, DTensor):
             return DTensor.from_local(host, value.device_mesh, value.placements, run_check=False,
                                       shape=value.shape, stride=value.stride())
         return host
 
+    def _to_host(self, value: torch.Tensor) -> torch.Tensor:
+        """The same tensor with its local data in host memory."""
+        host = self._host_like(value)
+        _local(host).copy_(_local(value))
+        return host
+
     def _new_state(self, group: dict, parameter: torch.Tensor) -> dict:
-        local = _local(parameter)
         # where torch's AdamW keeps the step count: on the device for the fused kernel, else on the host
-        step_device = local.device if group["fused"] else torch.device("cpu")
+        step_device = _local(parameter).device if group["fused"] else torch.device("cpu")
         state = {"step": torch.zeros((), dtype=torch.float32, device=step_device)}
         for key in MOMENTS:
-            host = self._host_zeros_like(local)
-            state[key] = (DTensor.from_local(host, parameter.device_mesh, parameter.placements, run_check=False,
-                                             shape=parameter.shape, stride=parameter.stride())
-                          if isinstance(parameter, DTensor) else host)
+            state[key] = self._host_like(parameter)
         return state
 
     def wait_for_downloads(self) -> None:
