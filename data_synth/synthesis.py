@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import random
 import shutil
@@ -497,7 +498,9 @@ class _Executor:
     def __init__(self, config: SynthConfig) -> None:
         self.config = config
         self.pool = None
-        self.window = 4 * max(1, config.workers)
+        # in flight per worker: results are taken in index order, so one slow candidate (a hard MILP)
+        # must not leave the other workers idle while it runs
+        self.window = 12 * max(1, config.workers)
         if config.workers > 1:
             import multiprocessing
 
@@ -543,6 +546,49 @@ class _Executor:
             self.pool = None
         else:
             close_worker()
+
+    def stream(self, split: str, start: int) -> _Stream:
+        """The candidates (split, start), (split, start + 1), ... in order, across block boundaries: the
+        workers go on with the next block's candidates while this process writes a finished block."""
+        return _Stream(self, split, start)
+
+
+class _Stream:
+    """One split's candidates from `start` on, as `_Executor.stream` hands them out: `take(ahead)` returns
+    the next candidate's result and keeps up to `ahead` later candidates in flight (the caller bounds it
+    by what the split still needs, so the tasks left running when the split completes are few)."""
+
+    def __init__(self, executor: _Executor, split: str, start: int) -> None:
+        self.executor, self.split = executor, split
+        self.position = start  # the index whose result `take` returns next
+        self.submitted = start
+        self.pending: deque = deque()
+
+    def take(self, ahead: int) -> dict:
+        pool = self.executor.pool
+        if pool is None:
+            self.position += 1
+            return process_candidate((self.split, self.position - 1))
+        ahead = max(0, min(ahead, self.executor.window))
+        while self.submitted <= self.position + ahead:
+            self.pending.append(pool.apply_async(process_candidate, ((self.split, self.submitted),)))
+            self.submitted += 1
+        self.position += 1
+        return self.pending.popleft().get()
+
+
+
+def _block_results(stream: _Stream, config: SynthConfig, needed: int, seen: int, kept: int):
+    """One block's results from its split's stream, in index order. `needed` problems were still wanted
+    when the block began: while the split's keep rate so far says fewer candidates than the window will
+    complete it, only those (and one per worker to spare) are kept in flight."""
+    rate = max(kept / seen, 0.05) if seen >= 32 else PRIOR_KEEP_RATE
+    got = 0
+    for _ in range(config.block_size):
+        wanted = math.ceil(max(needed - got, 0) / rate)  # candidates still needed, this one included
+        result = stream.take(wanted - 1 + max(1, config.workers))
+        got += "reject" not in result
+        yield result
 
 
 def _block_paths(out: Path, split: str, block: int) -> dict[str, Path]:
@@ -736,6 +782,7 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
     teacher = Counter()
     per_family: dict[str, Counter] = defaultdict(Counter)
     executor: _Executor | None = None
+    stream: _Stream | None = None
     sharded = _ShardedResults(config, out, sharding, on_progress) if sharding is not None else None
     wall_started = time.perf_counter()
     verified_new = 0
@@ -750,7 +797,6 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
             while kept < target:
                 paths = _block_paths(out, split, block)
                 first = block * config.block_size
-                tasks = [(split, i) for i in range(first, first + config.block_size)]
                 if paths["marker"].is_file():  # finished earlier: take its statements and counts
                     marker = json.loads(paths["marker"].read_text())
                     records = _read_jsonl(paths["problems"])
@@ -766,7 +812,9 @@ def synthesize(config: SynthConfig, out: Path, on_progress: Callable[[Progress],
                     else:
                         if executor is None:
                             executor = _Executor(config)
-                        results = executor.map(tasks)
+                        if stream is None or stream.split != split or stream.position != first:
+                            stream = executor.stream(split, first)
+                        results = _block_results(stream, config, target - kept, seen, kept)
                     records, cpts, sfts, rejects = [], [], [], []
                     for result in results:
                         candidates += 1
