@@ -8,20 +8,25 @@ ranks (spawned with torch.multiprocessing, fp32):
   and head gradients, and the gradients of the replicated parameters the loss flows back through;
 - the vocab-parallel cross-entropy alone, over several token blocks with ignored targets on both ranks'
   halves of the vocabulary, gives torch's cross-entropy and its gradients;
-- a vocabulary that tp does not divide is refused with the values and the fix.
+- a vocabulary that tp does not divide is refused with the values and the fix;
+- through the real command (`trex train cpt --nproc 2`, tp 2): a run resumed from its step-3 checkpoint
+  gives the uninterrupted run's losses bitwise, its checkpointed embedding and head (DCP, gathered from
+  the shards) are the one-process run's, and the HF export written from that checkpoint holds them.
 
-The loss over ten training steps through the real command (`trex train cpt --nproc 2` with tp 2, and
-pp 2 x tp 2 etc.) is `test_train_parallel.py`'s."""
+The loss over ten training steps against the one process (tp 2, pp 2 x tp 2, ...) is
+`test_train_parallel.py`'s."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import os
+import shutil
 import socket
 
 import pytest
 import torch
+from conftest import TINY_FP32, losses, make_data_folder, run_trex
 
 WORLD = 2
 
@@ -151,3 +156,53 @@ def test_vocabulary_parallel_embedding_head_and_loss_match_one_process():
     import torch.multiprocessing as multiprocessing
 
     multiprocessing.spawn(_rank, args=(_free_port(),), nprocs=WORLD, join=True)
+
+
+def _checkpointed(stage_folder, names: list[str]) -> dict[str, torch.Tensor]:
+    """The whole fp32 tensors `names` of the stage's newest DCP checkpoint, read in this one process."""
+    import torch.distributed.checkpoint as dcp
+
+    from trex_cli.models.deepseek_v4.config import get_flavor
+    from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
+
+    with torch.device("meta"):
+        specs = DeepseekV4ForCausalLM(get_flavor("tiny")).state_dict()
+    state = {name: torch.empty_like(specs[name], device="cpu") for name in names}
+    newest = max((stage_folder / "checkpoints").iterdir(), key=lambda path: int(path.name.split("-")[1]))
+    dcp.load({"model": state}, checkpoint_id=str(newest), no_dist=True)
+    return state
+
+
+@pytest.mark.slow
+def test_tp2_resumes_bitwise_and_saves_and_exports_the_one_process_weights(tmp_path):
+    from trex_cli.models.deepseek_v4 import state_dict_adapter
+    from trex_cli.models.deepseek_v4.config import get_flavor
+
+    data = make_data_folder(tmp_path / "data", "cpt", rows=16, seq_len=32)
+    common = ("train", "cpt", "--data", str(data), *TINY_FP32, "--max-steps", "6", "--save-every", "3")
+    tp2 = ("--nproc", "2", "--set", "train.parallel.tp=2")
+    run_trex(*common, "--run-dir", str(tmp_path / "single"))
+    run_trex(*common, *tp2, "--run-dir", str(tmp_path / "straight"))
+    single, straight = tmp_path / "single" / "train" / "cpt", tmp_path / "straight" / "train" / "cpt"
+
+    # the straight run's folder as it was right after its step-3 checkpoint, then the same command again
+    shutil.copytree(tmp_path / "straight", tmp_path / "resumed")
+    stage = tmp_path / "resumed" / "train" / "cpt"
+    (stage / "manifest.json").unlink()
+    shutil.rmtree(stage / "checkpoints" / "step-6")
+    shutil.rmtree(stage / "hf")
+    (stage / "validation.jsonl").unlink(missing_ok=True)
+    metrics = stage / "metrics.jsonl"
+    metrics.write_text("".join(metrics.read_text().splitlines(keepends=True)[:3]))
+    result = run_trex(*common, *tp2, "--run-dir", str(tmp_path / "resumed"))
+    assert "resuming from" in result.stdout
+    assert len(losses(straight)) == 6 and losses(stage) == losses(straight)  # bitwise
+
+    names = ["embed.weight", "head.weight"]
+    reference, saved = _checkpointed(single, names), _checkpointed(stage, names)
+    config = get_flavor("tiny")
+    exported = state_dict_adapter.load_state_dict(stage / "hf", config, torch.bfloat16)
+    for name in names:
+        assert saved[name].shape == (config.vocab_size, config.hidden_size)
+        _close(saved[name], reference[name], f"checkpointed {name}")
+        assert torch.equal(exported[name], saved[name].to(torch.bfloat16)), f"exported {name}"
