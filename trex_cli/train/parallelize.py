@@ -2,8 +2,9 @@
 trainer applies it to a model on the meta device, whose shards get storage and weights afterwards:
 `meta_init.py`):
 
-1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert;
-   the routed experts follow the expert grid instead (parallel folding: `parallel_dims.py`);
+1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention, the shared expert,
+   the embedding and the output head (split by vocabulary); the routed experts follow the expert grid
+   instead (parallel folding: `parallel_dims.py`);
 2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
    with expert-TP 1 an expert group may span tensor ranks, which then split their shared tokens before
    dispatch; with expert-TP = TP each expert is split over the tensor ranks, `expert_parallel.py`);
