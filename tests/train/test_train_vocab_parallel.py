@@ -9,6 +9,8 @@ ranks (spawned with torch.multiprocessing, fp32):
 - the vocab-parallel cross-entropy alone, over several token blocks with ignored targets on both ranks'
   halves of the vocabulary, gives torch's cross-entropy and its gradients;
 - a vocabulary that tp does not divide is refused with the values and the fix;
+- under TP 2 x FSDP 2 the gradient norm counts every piece once: FSDP splits the row-split TP weights
+  (the embedding, the head, wq_b, ...) once more with its `_StridedShard`, which the count must see;
 - through the real command (`trex train cpt --nproc 2`, tp 2): a run resumed from its step-3 checkpoint
   gives the uninterrupted run's losses bitwise, its checkpointed embedding and head (DCP, gathered from
   the shards) are the one-process run's, and the HF export written from that checkpoint holds them.
@@ -26,7 +28,7 @@ import socket
 
 import pytest
 import torch
-from conftest import TINY_FP32, losses, make_data_folder, run_trex
+from conftest import TINY_FP32, fake_rank, losses, make_data_folder, run_trex
 
 WORLD = 2
 
@@ -206,3 +208,31 @@ def test_tp2_resumes_bitwise_and_saves_and_exports_the_one_process_weights(tmp_p
         assert saved[name].shape == (config.vocab_size, config.hidden_size)
         _close(saved[name], reference[name], f"checkpointed {name}")
         assert torch.equal(exported[name], saved[name].to(torch.bfloat16)), f"exported {name}"
+
+
+def test_the_gradient_norm_counts_each_piece_of_a_tp_and_fsdp_split_weight_once():
+    """`global_grad_norm` divides each rank's squares by the ranks holding the same piece: a parameter's
+    distinct pieces must be its whole size over its local size (here every split is even)."""
+    from trex_cli.models.deepseek_v4.config import get_flavor
+    from trex_cli.train.config import ParallelSection
+    from trex_cli.train.meta_init import build_rank_model
+    from trex_cli.train.optim import _distinct_shards
+    from trex_cli.train.parallel_dims import ParallelDims
+    from trex_cli.train.parallelize import apply_fsdp
+
+    config = get_flavor("tiny")
+    parallel = ParallelSection(tp=2)
+    dims = ParallelDims.from_section(parallel, 4)  # dp_shard 2 x tp 2
+    with fake_rank(3, dims) as distributed:
+        model = build_rank_model(config, distributed, parallel)
+        apply_fsdp(model, distributed, torch.float32, offload_optimizer=False, expert_parallel=False)
+        pieces = {}
+        for name, parameter in model.named_parameters():
+            local = parameter.to_local().numel()
+            if local and parameter.numel() % local == 0 and parameter.shape[0] % 2 == 0:
+                pieces[name] = (_distinct_shards(parameter), parameter.numel() // local)
+    for name in ("embed.weight", "head.weight", "layers.0.attn.wq_b.weight", "layers.0.attn.wo_b.weight"):
+        assert pieces[name] == (4, 4), f"{name}: counted {pieces[name][0]} pieces, holds 1/{pieces[name][1]}"
+    assert pieces["layers.0.attn.wkv.weight"] == (2, 2)  # replicated over TP, split by FSDP alone
+    wrong = {name: counts for name, counts in pieces.items() if counts[0] != counts[1]}
+    assert not wrong, wrong
