@@ -93,7 +93,7 @@ class _VocabParallelEmbedding(torch.autograd.Function):
 def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
     """Summed cross-entropy (float32 scalar) of the logits hidden @ weight.T against `targets` ([N] ids,
     `ignore_index` = no loss). `weight` is the output head: a plain tensor (the fused kernel) or a DTensor
-    split by vocabulary rows over a 1-D tensor-parallel mesh (the vocab-parallel loss above)."""
+    split by vocabulary rows over a 1-D tensor-parallel mesh (the vocab-parallel loss below)."""
     if not isinstance(weight, DTensor):
         return kernels.linear_cross_entropy(hidden, weight, targets, ignore_index=ignore_index, reduction="sum")
     local_weight, vocab_start = _vocabulary_rows(weight, "cross-entropy (the output head)")
