@@ -1,6 +1,7 @@
 """Parallel correctness on CPU (gloo, fp32): each layout trains the tiny model for 10 steps through the
 real command (`trex train cpt --nproc N`, torchrun) and must give the single-process loss at every
-step within 1e-5 relative, and the same validation loss where the layout computes one."""
+step within 1e-5 relative, the same gradient norm, and the same validation loss where the layout computes
+one."""
 
 from __future__ import annotations
 
@@ -39,7 +40,12 @@ def single_process_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("parallel")
     data = make_data_folder(root / "data", "cpt", rows=16, seq_len=32)
     run_trex("train", "cpt", "--data", str(data), "--run-dir", str(root / "single"), *TINY_FP32)
-    return data, losses(root / "single" / "train" / "cpt"), validation_losses(root / "single" / "train" / "cpt")
+    single = root / "single" / "train" / "cpt"
+    return data, losses(single), validation_losses(single), single
+
+
+def grad_norms(stage_folder) -> list[float]:
+    return [json.loads(line)["grad_norm"] for line in (stage_folder / "metrics.jsonl").read_text().splitlines() if line]
 
 
 def validation_losses(stage_folder) -> list[float]:
@@ -51,7 +57,7 @@ def validation_losses(stage_folder) -> list[float]:
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_layout_matches_single_process(layout, single_process_run, tmp_path):
-    data, reference, reference_validation = single_process_run
+    data, reference, reference_validation, single_folder = single_process_run
     nproc, settings = LAYOUTS[layout]
     overrides = [arg for setting in settings for arg in ("--set", setting)]
     run_dir = tmp_path / layout
@@ -60,6 +66,9 @@ def test_layout_matches_single_process(layout, single_process_run, tmp_path):
     assert len(parallel) == len(reference) == 10
     worst = max(abs(a - b) / abs(a) for a, b in zip(reference, parallel, strict=True))
     assert worst < 1e-5, f"{layout}: worst relative loss difference {worst:.2e}\n{reference}\n{parallel}"
+    # the gradient norm (clipping scales by it; AdamW hides a wrong count of shards from the loss) too
+    norms, reference_norms = grad_norms(run_dir / "train" / "cpt"), grad_norms(single_folder)
+    assert norms == pytest.approx(reference_norms, rel=1e-5), f"{layout}: gradient norms\n{reference_norms}\n{norms}"
     # the validation loss, reduced over the data-parallel ranks, is the single process's too (pipelined
     # layouts do not compute it yet)
     validation = validation_losses(run_dir / "train" / "cpt")

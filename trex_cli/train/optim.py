@@ -16,7 +16,7 @@ import math
 
 import torch
 import torch.distributed as dist
-from torch.distributed.tensor import DTensor, Shard
+from torch.distributed.tensor import DTensor
 
 from trex_cli.console import warn
 from trex_cli.train.config import StageSchedule, TrainSection
@@ -88,7 +88,9 @@ def _distinct_shards(parameter: torch.Tensor) -> int:
     if isinstance(parameter, DTensor):
         mesh = parameter.device_mesh
         for dim, placement in enumerate(parameter.placements):
-            if isinstance(placement, Shard) or placement.is_shard():
+            # a Shard, or FSDP2's _StridedShard over a dimension TP splits too (a row-split TP weight
+            # or vocabulary table under FSDP), which in torch 2.13 is neither a Shard nor is_shard()
+            if not (placement.is_replicate() or placement.is_partial()):
                 count *= mesh.size(dim)
     return count
 

@@ -2,8 +2,9 @@
 trainer applies it to a model on the meta device, whose shards get storage and weights afterwards:
 `meta_init.py`):
 
-1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention and the shared expert;
-   the routed experts follow the expert grid instead (parallel folding: `parallel_dims.py`);
+1. tensor parallel (DTensor over the dense mesh's `tp` dimension) for attention, the shared expert,
+   the embedding and the output head (split by vocabulary); the routed experts follow the expert grid
+   instead (parallel folding: `parallel_dims.py`);
 2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
    with expert-TP 1 an expert group may span tensor ranks, which then split their shared tokens before
    dispatch; with expert-TP = TP each expert is split over the tensor ranks, `expert_parallel.py`);
@@ -26,6 +27,15 @@ lightning indexer stay replicated (one shared KV head; the indexer is small): ea
 whole, and because each rank uses the KV only with its own heads, their gradients are summed over the
 TP ranks where they enter the attention (Megatron's "copy to tensor-parallel region"). The indexer's
 KL target, an average over all heads, gathers the heads first.
+
+Tensor parallel vocabulary (Megatron's vocab-parallel embedding and output head): the embedding table
+is split by vocabulary rows (rank r holds ids [r V/tp, (r+1) V/tp); an id outside its rows reads zeros
+and the ranks' rows are summed; each rank's weight gradient is its own rows), and the output head by its
+vocabulary rows too (`ColwiseParallel`: each rank's logits are its slice of the vocabulary). The loss
+never gathers the logits: `models/deepseek_v4/vocab_parallel.py` reduces the maximum, the sum of
+exponentials and the target logit over the TP ranks. A call of the head module (logits asked for by
+name: evaluation, generation) gathers the slices into whole-vocabulary logits. The MTP block shares
+both, so it needs nothing of its own.
 """
 
 from __future__ import annotations
@@ -44,12 +54,13 @@ from torch.distributed.fsdp import (
     OffloadPolicy,
     fully_shard,
 )
-from torch.distributed.tensor import Shard, distribute_tensor
+from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 from torch.nn.utils import stateless
 from torch.utils.checkpoint import checkpoint
 
 from trex_cli.console import warn
+from trex_cli.models.deepseek_v4 import vocab_parallel
 from trex_cli.train.config import ParallelSection
 from trex_cli.train.distributed import Distributed
 from trex_cli.train.expert_parallel import apply_expert_parallel, blocks_of
@@ -140,6 +151,32 @@ def apply_tensor_parallel(model: nn.Module, tp_mesh) -> None:
             tp_mesh,
             {"w1": ColwiseParallel(), "w3": ColwiseParallel(), "w2": RowwiseParallel()},
         )
+    apply_vocabulary_parallel(model, tp_mesh)
+
+
+def apply_vocabulary_parallel(model: nn.Module, tp_mesh) -> None:
+    """Split the embedding table and the output head by vocabulary rows over the TP ranks (those this
+    rank holds: a pipeline stage without them has nothing to split)."""
+    tp = tp_mesh.size()
+    vocab = model.config.vocab_size
+    if vocab % tp:
+        raise ValueError(
+            f"[train.parallel] tp = {tp} must divide vocab_size ({vocab}): the embedding and the output head are "
+            f"split by vocabulary rows over the tensor ranks; choose a tp that divides {vocab}, or pad the "
+            f"vocabulary (and the checkpoint's embed / head rows) to a multiple of {tp}"
+        )
+    if getattr(model, "embed", None) is not None:
+        # ids arrive whole on every tensor rank; each looks up its rows, the rows are summed. Not torch's
+        # RowwiseParallel: its backward forms the whole table's gradient on every rank.
+        _shard_parameter(model.embed, "weight", tp_mesh)
+        model.embed.forward = functools.partial(_embedding_on_local_rows, model.embed)
+    if getattr(model, "head", None) is not None:
+        # the loss reads head.weight's local rows itself; a call of the module gathers whole logits
+        parallelize_module(model.head, tp_mesh, ColwiseParallel(output_layouts=Replicate()))
+
+
+def _embedding_on_local_rows(embedding: nn.Embedding, input_ids: torch.Tensor) -> torch.Tensor:
+    return vocab_parallel.embedding(input_ids, embedding.weight)
 
 
 # ---- 3. activation checkpointing ------------------------------------------------------------------

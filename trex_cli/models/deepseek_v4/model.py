@@ -29,6 +29,7 @@ from torch.utils.checkpoint import checkpoint
 
 from trex_cli.models.deepseek_v4 import kernels
 from trex_cli.models.deepseek_v4.config import CSA, SLIDING, DeepseekV4Config, yarn_inv_freq
+from trex_cli.models.deepseek_v4.vocab_parallel import linear_cross_entropy_sum, local_tensor
 
 
 @dataclasses.dataclass
@@ -744,8 +745,9 @@ class DeepseekV4ForCausalLM(nn.Module):
             rows = hidden.reshape(-1, hidden.shape[-1])
         count = keep.sum()
         if int(count) == 0:
-            return (rows.sum() * 0.0 + self.head.weight.sum() * 0.0).float(), count
-        total = kernels.linear_cross_entropy(rows, self.head.weight, targets.reshape(-1), ignore_index=-100, reduction="sum")
+            return (rows.sum() * 0.0 + local_tensor(self.head.weight).sum() * 0.0).float(), count
+        # the fused kernel, or under tensor parallel the vocab-parallel loss (`vocab_parallel.py`)
+        total = linear_cross_entropy_sum(rows, self.head.weight, targets.reshape(-1), ignore_index=-100)
         return total / count, count
 
     def _balance_loss(self, ctx: _Context, batch: int, seq_len: int) -> torch.Tensor:
