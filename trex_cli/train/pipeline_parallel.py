@@ -98,7 +98,6 @@ class StageStatistics:
     mtp: float = 0.0
     balance: float = 0.0
     kl: float = 0.0
-    expert_load: torch.Tensor | None = None
 
 
 class StageRunner:
@@ -128,7 +127,6 @@ class StageRunner:
         all_blocks = list(range(config.num_hidden_layers + mtp_blocks))
         has_entries = seq_len // config.compress_rate_csa > 0
         self.indexer_layers_total = sum(1 for i in all_blocks if config.layer_type(i) == "compressed_sparse_attention") if has_entries else 0
-        self.routed_rows = config.num_hidden_layers + mtp_blocks  # rows of the model's expert_load
         # every stage runs every micro-batch once: a queue of (micro-batch, loss shares) per stage
         self.queues: dict[int, collections.deque] = {stage: collections.deque() for stage in self.stages}
         self.statistics = StageStatistics()
@@ -160,14 +158,6 @@ class StageRunner:
             kl = torch.stack(ctx.indexer_kl).sum() / self.indexer_layers_total
             self.statistics.kl += float(kl.detach()) * mean_share
             total = total + train.indexer_kl_weight * kl
-        rows = torch.zeros(self.routed_rows, model.config.n_routed_experts, device=ctx.position_ids.device)
-        if ctx.router_stats:
-            loads = torch.stack(
-                [torch.bincount(ids.reshape(-1), minlength=model.config.n_routed_experts) for _, ids in ctx.router_stats]
-            )
-            for (global_index, _block), load in zip(self.blocks(stage), loads, strict=True):
-                rows[global_index] = load.float()
-        self.statistics.expert_load = rows if self.statistics.expert_load is None else self.statistics.expert_load + rows
         return total * mean_share
 
     def forward(self, *inputs, stage: int | None = None):
@@ -225,18 +215,6 @@ class StageChunk(nn.Module):
 
     def forward(self, *inputs):
         return self._model[0](*inputs, stage=self.stage)
-
-
-@torch.no_grad()
-def update_stage_expert_bias(runner: StageRunner, expert_load: torch.Tensor, rate: float) -> None:
-    """The model's aux-loss-free rule (`update_expert_bias`) on this stage's gates only: raise the bias
-    of experts below the mean load, lower it above."""
-    for global_index, block in runner.blocks():
-        gate = block.ffn.gate
-        if gate.hashed:
-            continue
-        load = expert_load[global_index].to(gate.bias.device).float()
-        gate.bias += rate * torch.sign(load.mean() - load)
 
 
 def build_pipeline(

@@ -447,6 +447,9 @@ class Gate(nn.Module):
             self.register_buffer("tid2eid", torch.zeros(config.vocab_size, self.topk, dtype=torch.long))
         else:
             self.register_buffer("bias", torch.zeros(config.n_routed_experts, dtype=torch.float32))
+        # tokens routed to each expert by the training forwards since the last reset (the optimizer step's
+        # bias update reads and resets them: trex_cli/train/expert_bias.py); not in checkpoints
+        self.register_buffer("routed_tokens", torch.zeros(config.n_routed_experts, dtype=torch.long), persistent=False)
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor):
         scores = F.softplus(F.linear(x, self.weight).float()).sqrt()  # [N, E]
@@ -454,6 +457,11 @@ class Gate(nn.Module):
             topk_ids = self.tid2eid[input_ids.reshape(-1)]
         else:
             topk_ids = torch.topk(scores.detach() + self.bias, self.topk, dim=-1, sorted=False).indices
+        # Counted once per token: not when activation checkpointing runs this forward again inside the
+        # backward pass (there the current graph task is the backward's, outside it -1).
+        if self.training and torch._C._current_graph_task_id() == -1:
+            with torch.no_grad():
+                self.routed_tokens += torch.bincount(topk_ids.reshape(-1), minlength=self.routed_tokens.shape[0])
         weights = scores.gather(1, topk_ids)
         if self.normalize:
             weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
@@ -594,6 +602,8 @@ class DeepseekV4ForCausalLM(nn.Module):
         rope_dim, config = self.config.qk_rope_head_dim, self.config
         self.inv_freq_main.copy_(yarn_inv_freq(rope_dim, config.rope_theta, None))
         self.inv_freq_compress.copy_(yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn))
+        for gate in self.routed_gates():
+            gate.routed_tokens.zero_()
 
     # ---- initialisation --------------------------------------------------------------------------
     def reset_parameters(self, seed: int | None = None) -> None:
@@ -782,17 +792,31 @@ class DeepseekV4ForCausalLM(nn.Module):
 
     def routed_gates(self) -> list[Gate]:
         """The gate of every block in expert_load's row order (main layers, then MTP)."""
-        return [layer.ffn.gate for layer in self.layers] + [block.ffn.gate for block in self.mtp]
+        return [gate for _, gate in self.routed_gate_rows()]
+
+    def routed_gate_rows(self) -> list[tuple[int, Gate]]:
+        """(row, gate) of every block this module holds, the row being the block's in the whole model's
+        order (main layers, then MTP): a pipeline stage holds some of them (`layers` keyed by layer index)."""
+        layers = getattr(self, "layers", None) or {}
+        if isinstance(layers, nn.ModuleDict):
+            blocks = [(int(index), block) for index, block in layers.items()]
+        else:
+            blocks = list(enumerate(layers))
+        mtp = getattr(self, "mtp", None) or []
+        blocks += [(self.config.num_hidden_layers + j, block) for j, block in enumerate(mtp)]
+        return [(row, block.ffn.gate) for row, block in blocks]
 
     @torch.no_grad()
     def update_expert_bias(self, expert_load: torch.Tensor, rate: float) -> None:
         """Aux-loss-free balancing: raise the routing bias of experts that got fewer tokens than the
-        mean and lower it for those that got more, by `rate` (sign rule; hash layers skipped).
-        `expert_load` is summed over data-parallel ranks by the caller."""
-        gates = self.routed_gates()
-        if expert_load.shape[0] != len(gates):
-            raise ValueError(f"expert_load has {expert_load.shape[0]} rows; this model has {len(gates)} routed layers")
-        for gate, load in zip(gates, expert_load, strict=True):
+        mean and lower it for those that got more, by `rate` (sign rule; hash layers and rows of no
+        tokens skipped). `expert_load` [layers + MTP layers, E] is summed over data-parallel ranks by the
+        caller; a pipeline stage reads the rows of its own blocks."""
+        rows = self.config.num_hidden_layers + self.config.num_nextn_predict_layers
+        if expert_load.shape[0] != rows:
+            raise ValueError(f"expert_load has {expert_load.shape[0]} rows; this model has {rows} routed layers")
+        for row, gate in self.routed_gate_rows():
+            load = expert_load[row]
             if gate.hashed or not bool(load.any()):
                 continue
             load = load.to(gate.bias.device).float()
