@@ -146,19 +146,30 @@ class StageRunner:
             blocks += [(self.model.config.num_hidden_layers + j, block) for j, block in enumerate(self.model.mtp)]
         return blocks
 
-    def _auxiliary(self, ctx, stage: int, batch: int, seq_len: int, mean_share: float) -> torch.Tensor:
-        model, train = self.model, self.train
-        total = torch.zeros((), device=ctx.position_ids.device)
-        learned = sum(1 for scores, _ in ctx.router_stats if scores is not None)
-        if learned:
-            balance = model._balance_loss(ctx, batch, seq_len) * (learned / self.learned_gates_total)
+    def _losses(self, lm=None, mtp=None, shares=(1.0, 1.0, 1.0)) -> torch.Tensor:
+        """This stage's part of the micro-batch's loss (the model's `total_loss`): the LM and MTP losses
+        on the last stage, and on every stage its blocks' part of the mean balance and indexer KL losses
+        (their sums over this stage's blocks divided by the whole model's layer counts)."""
+        from trex_cli.models.deepseek_v4.model import mean_over, total_loss
+
+        train, mean_share = self.train, shares[2]
+        auxiliary = self.model.take_auxiliary()
+        balance = kl = None
+        if auxiliary.balance:
+            balance = mean_over(auxiliary.balance, self.learned_gates_total)
             self.statistics.balance += float(balance.detach()) * mean_share
-            total = total + train.balance_loss_weight * balance
-        if ctx.indexer_kl:
-            kl = torch.stack(ctx.indexer_kl).sum() / self.indexer_layers_total
+        if auxiliary.indexer_kl:
+            kl = mean_over(auxiliary.indexer_kl, self.indexer_layers_total)
             self.statistics.kl += float(kl.detach()) * mean_share
-            total = total + train.indexer_kl_weight * kl
-        return total * mean_share
+        if lm is not None:
+            self.statistics.lm += float(lm.detach()) * shares[0]
+        if mtp is not None:
+            self.statistics.mtp += float(mtp.detach()) * shares[1]
+        total = total_loss(
+            lm, mtp, balance, kl, mtp_weight=train.mtp_loss_weight, balance_weight=train.balance_loss_weight,
+            indexer_kl_weight=train.indexer_kl_weight, shares=shares,
+        )
+        return torch.zeros((), device=self.model.inv_freq_main.device) if total is None else total
 
     def forward(self, *inputs, stage: int | None = None):
         from trex_cli.models.deepseek_v4 import kernels
@@ -171,8 +182,9 @@ class StageRunner:
         sequence = self.sequence
         ctx = model._context(
             batch.input_ids, batch.position_ids, training_losses=True, indexer_loss=self.train.indexer_kl_weight > 0,
-            sequence=sequence,
+            sequence=sequence, balance_loss=True,
         )
+        model.take_auxiliary()  # what an earlier forward kept and nobody took
         if stage == 0:
             embeddings = model.embed(ctx.input_ids)
             streams = embeddings.unsqueeze(2).expand(-1, -1, config.hc_mult, -1).contiguous()
@@ -185,21 +197,18 @@ class StageRunner:
             next_embeddings = next_embeddings.view_as(next_embeddings)  # an output distinct from the input
         for index in self.layers_of[stage]:
             streams = model.layers[str(index)](streams, ctx)
+        shares = (lm_share, mtp_share, mean_share)
         if stage != self.num_stages - 1:
-            auxiliary = self._auxiliary(ctx, stage, *ctx.position_ids.shape, mean_share)
-            return AttachAuxiliaryLoss.apply(streams, auxiliary), next_embeddings
+            return AttachAuxiliaryLoss.apply(streams, self._losses(shares=shares)), next_embeddings
         collapsed = HyperHead.collapse(streams, model.hc_head_fn, model.hc_head_base, model.hc_head_scale, config)
         hidden = model.norm(collapsed)
         documents = kernels.document_ids(batch.position_ids)
         lm_loss, _ = model._shifted_loss(hidden, batch.input_ids, batch.loss_mask, documents, shift=1, sequence=sequence)
-        loss = lm_loss * lm_share
-        self.statistics.lm += float(lm_loss.detach()) * lm_share
+        mtp_loss = None
         if len(model.mtp):
             mtp_hidden = model.mtp[0](streams, next_embeddings, ctx)
             mtp_loss, _ = model._shifted_loss(mtp_hidden, batch.input_ids, batch.loss_mask, documents, shift=2, sequence=sequence)
-            self.statistics.mtp += float(mtp_loss.detach()) * mtp_share
-            loss = loss + self.train.mtp_loss_weight * mtp_loss * mtp_share
-        return loss + self._auxiliary(ctx, stage, *ctx.position_ids.shape, mean_share)
+        return self._losses(lm_loss, mtp_loss, shares)
 
 
 class StageChunk(nn.Module):

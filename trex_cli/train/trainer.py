@@ -44,6 +44,7 @@ import torch.distributed as dist
 from torch.distributed.fsdp import FSDPModule
 
 from trex_cli.console import out
+from trex_cli.models.deepseek_v4.model import total_loss
 from trex_cli.train.checkpoint import Checkpointer
 from trex_cli.train.config import StageSchedule, TrainSection
 from trex_cli.train.data import MicroBatch, TrainData, check_batch_sizes
@@ -200,17 +201,20 @@ class Engine:
                     indexer_kl_weight=train.indexer_kl_weight,
                     sequence=self.sequence,
                 )
-                loss = output.lm_loss * lm_share
+                loss = total_loss(
+                    output.lm_loss, output.mtp_loss, output.balance_loss, output.indexer_kl_loss,
+                    mtp_weight=train.mtp_loss_weight, balance_weight=train.balance_loss_weight,
+                    indexer_kl_weight=train.indexer_kl_weight, shares=(lm_share, mtp_share, mean_share),
+                )
                 sums["lm"] += float(output.lm_loss.detach()) * lm_share
-                for key, value, weight, share in (
-                    ("mtp", output.mtp_loss, train.mtp_loss_weight, mtp_share),
-                    ("balance", output.balance_loss, train.balance_loss_weight, mean_share),
-                    ("kl", output.indexer_kl_loss, train.indexer_kl_weight, mean_share),
+                for key, value, share in (
+                    ("mtp", output.mtp_loss, mtp_share),
+                    ("balance", output.balance_loss, mean_share),
+                    ("kl", output.indexer_kl_loss, mean_share),
                 ):
                     if value is not None:
                         seen.add(key)
                         sums[key] += float(value.detach()) * share
-                        loss = loss + weight * value * share
                 loss.backward()
         return sums, seen, self.replicas_of_data
 

@@ -88,13 +88,85 @@ class _Context:
     single_document: bool  # every row is one document: skip the document masks
     training_losses: bool
     indexer_loss: bool  # compute the indexer KL loss: the only thing the indexer learns from
-    indexer_kl: list  # filled by CSA layers
-    router_stats: list  # filled by MoE layers: (scores or None, topk_ids)
+    balance_loss: bool = False  # learned gates compute their sequence-wise balance loss
     capture: dict | None = None  # generate()'s prefill: module -> the per-token state decoding reuses
     # context parallel: this rank's chunk, and the whole rows' positions and documents (what the key side
     # is pooled and masked over); the fields above then hold the chunk's values
     sequence: SequenceShard | None = None
     whole: _Context | None = None
+
+
+def _outside_backward() -> bool:
+    """True unless activation checkpointing is running a forward again inside the backward pass."""
+    return torch._C._current_graph_task_id() == -1
+
+
+def _keep(module: nn.Module, name: str, value: torch.Tensor | None) -> None:
+    """Keep what a forward computed beside its output (an auxiliary loss) on `module` until the model's
+    loss assembly takes it (`DeepseekV4ForCausalLM.take_auxiliary`); a forward run again by activation
+    checkpointing inside the backward pass keeps nothing (the loss was assembled from the first)."""
+    if _outside_backward():
+        setattr(module, name, value)
+
+
+def sequence_balance_loss(scores: torch.Tensor, topk_ids: torch.Tensor, batch: int, seq_len: int, ctx: _Context) -> torch.Tensor:
+    """DeepSeek-V3's sequence-wise balance loss of one gate: scores [B * S, E], topk_ids [B * S, k].
+    Under context parallel a sequence's expert counts are summed over the ranks and its mean affinity is
+    this chunk's part of the whole rows' mean, so the ranks' losses sum to the whole rows' (`seq_len`
+    is then the chunk's length)."""
+    experts, topk = scores.shape[-1], topk_ids.shape[-1]
+    whole_len = seq_len if ctx.whole is None else ctx.whole.position_ids.shape[1]
+    scores = scores.view(batch, seq_len, experts)
+    share = scores / scores.sum(dim=-1, keepdim=True)  # normalized affinity
+    mean_share = share.mean(dim=1) if ctx.sequence is None else share.sum(dim=1) / whole_len  # [B, E]
+    counts = torch.zeros(batch, experts, device=scores.device)
+    counts.scatter_add_(1, topk_ids.view(batch, -1), torch.ones(batch, seq_len * topk, device=scores.device))
+    if ctx.sequence is not None:
+        counts = ctx.sequence.sum_over_ranks(counts)
+    fraction = counts * experts / (topk * whole_len)
+    return (fraction * mean_share).sum(dim=-1).mean()
+
+
+@dataclasses.dataclass
+class Auxiliary:
+    """What the blocks computed beside their outputs in one forward (`take_auxiliary`), in block order."""
+
+    balance: list[torch.Tensor]  # the sequence-wise balance loss of each learned gate that computed one
+    indexer_kl: list[torch.Tensor]  # the indexer KL loss of each CSA layer that computed one
+    expert_load: dict[int, torch.Tensor]  # block row (main layers, then MTP) -> [E] tokens routed per expert
+
+
+def mean_over(values: list[torch.Tensor], count: int | None = None) -> torch.Tensor:
+    """sum(values) / count (default: their number): a pipeline stage holds some of the layers a mean
+    runs over, and gives its part of the whole model's mean."""
+    return torch.stack(values).sum() / (len(values) if count is None else count)
+
+
+def total_loss(
+    lm: torch.Tensor | None,
+    mtp: torch.Tensor | None,
+    balance: torch.Tensor | None,
+    indexer_kl: torch.Tensor | None,
+    *,
+    mtp_weight: float,
+    balance_weight: float,
+    indexer_kl_weight: float,
+    shares: tuple[float, float, float] = (1.0, 1.0, 1.0),
+) -> torch.Tensor | None:
+    """The loss training back-propagates: lm + mtp_weight * mtp + balance_weight * balance +
+    indexer_kl_weight * indexer_kl, the terms absent (None) left out. `shares` (LM, MTP, mean) scale the
+    terms of one micro-batch (or context-parallel chunk) to its part of the global batch: the LM and
+    MTP losses by its share of the targets, the balance and KL losses (means over sequences) by
+    1 / micro-batches over all ranks. The model's forward (shares 1), the trainer's accumulation and
+    every pipeline stage assemble their losses here."""
+    lm_share, mtp_share, mean_share = shares
+    total = None if lm is None else lm * lm_share
+    for value, weight, share in ((mtp, mtp_weight, mtp_share), (balance, balance_weight, mean_share),
+                                 (indexer_kl, indexer_kl_weight, mean_share)):
+        if value is not None:
+            term = weight * value * share
+            total = term if total is None else total + term
+    return total
 
 
 class Compressor(nn.Module):
@@ -263,10 +335,13 @@ class Attention(nn.Module):
             self.compressor = Compressor(config, self.head_dim, self.ratio, overlap=self.layer_type == CSA)
         if self.layer_type == CSA:
             self.indexer = Indexer(config)
+        self.indexer_kl: torch.Tensor | None = None  # the last forward's indexer KL loss (take_auxiliary)
 
     def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        """The attention output; a CSA layer computing the indexer loss also keeps it (`indexer_kl`)."""
         batch, seq_len, _ = x.shape
         cos, sin = ctx.rope["main" if self.layer_type == SLIDING else "compress"]
+        indexer_kl = None
         q_residual = self.q_norm(self.wq_a(x))
         query = self.wq_b(q_residual).view(batch, seq_len, self.heads, self.head_dim)
         query = kernels.apply_rope(kernels.rms_norm(query, None, self.config.rms_norm_eps), cos, sin)
@@ -288,7 +363,7 @@ class Attention(nn.Module):
                 picked_visible = visible.gather(-1, picked)
                 indices = torch.where(picked_visible, picked, torch.full_like(picked, -1))
                 if ctx.indexer_loss:
-                    ctx.indexer_kl.append(self._indexer_kl(query, compressed_kv, scores, indices, scale, ctx.sequence))
+                    indexer_kl = self._indexer_kl(query, compressed_kv, scores, indices, scale, ctx.sequence)
             else:
                 if self.indexer is not None and ctx.capture is not None:
                     self.indexer.compressor(x, ctx)  # no entry yet; decoding still needs its projections
@@ -304,6 +379,7 @@ class Attention(nn.Module):
                 compressed_kv=compressed_kv, compressed_indices=indices, compress_ratio=self.ratio or None,
                 position_ids=ctx.position_ids,
             )
+        _keep(self, "indexer_kl", indexer_kl)
         return self._project_out(output, cos, sin)
 
     def _chunk_attention(self, query, kv, scale, compressed_kv, indices, ctx: _Context) -> torch.Tensor:
@@ -474,12 +550,23 @@ class MoE(nn.Module):
         self.gate = Gate(config, hashed=config.is_hash_layer(layer_index))
         self.experts = Experts(config)
         self.shared_experts = SharedExpert(config)
+        # the last forward's balance loss and routed tokens per expert (take_auxiliary)
+        self.balance_loss: torch.Tensor | None = None
+        self.expert_load: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        """The MoE output; a learned gate also keeps this forward's sequence-wise balance loss
+        (`balance_loss`) and every gate the tokens it routed to each expert (`expert_load`)."""
         batch, seq_len, hidden = x.shape
         tokens = x.reshape(-1, hidden)
         scores, topk_ids, topk_weights = self.gate(tokens, ctx.input_ids)
-        ctx.router_stats.append((None if self.gate.hashed else scores, topk_ids))
+        balance = None
+        if ctx.balance_loss and not self.gate.hashed:  # hash layers have no learned choice to balance
+            balance = sequence_balance_loss(scores, topk_ids, batch, seq_len, ctx)
+        _keep(self, "balance_loss", balance)
+        if _outside_backward():
+            with torch.no_grad():
+                self.expert_load = torch.bincount(topk_ids.reshape(-1), minlength=scores.shape[-1]).float()
         routed = self.experts(tokens, topk_ids, topk_weights.to(x.dtype))
         return (routed + self.shared_experts(tokens)).view(batch, seq_len, hidden)
 
@@ -630,10 +717,10 @@ class DeepseekV4ForCausalLM(nn.Module):
 
     def _context(
         self, input_ids, position_ids, training_losses: bool, indexer_loss: bool | None = None,
-        sequence: SequenceShard | None = None,
+        sequence: SequenceShard | None = None, balance_loss: bool = False,
     ) -> _Context:
         """The per-forward context; `indexer_loss` (default: `training_losses`) says whether CSA layers
-        compute the indexer KL loss. With `sequence` (context parallel) the inputs are the whole rows
+        compute the indexer KL loss, `balance_loss` whether learned gates compute theirs. With `sequence` (context parallel) the inputs are the whole rows
         and the context is the chunk's, with the whole rows' positions and documents in `whole`."""
         docs = kernels.document_ids(position_ids)
         indexer_loss = training_losses if indexer_loss is None else indexer_loss
@@ -644,20 +731,19 @@ class DeepseekV4ForCausalLM(nn.Module):
             whole = _Context(
                 position_ids=position_ids, input_ids=input_ids, rope={}, compress_inv_freq=self.inv_freq_compress,
                 docs=docs, single_document=bool((docs == 1).all()), training_losses=training_losses,
-                indexer_loss=indexer_loss, indexer_kl=[], router_stats=[],
+                indexer_loss=indexer_loss, balance_loss=balance_loss,
             )
             chunk = slice(sequence.start, sequence.end)
             return _Context(
                 position_ids=position_ids[:, chunk], input_ids=input_ids[:, chunk], rope=self._rope(position_ids[:, chunk]),
                 compress_inv_freq=self.inv_freq_compress, docs=docs[:, chunk], single_document=whole.single_document,
-                training_losses=training_losses, indexer_loss=indexer_loss, indexer_kl=[], router_stats=[],
+                training_losses=training_losses, indexer_loss=indexer_loss, balance_loss=balance_loss,
                 sequence=sequence, whole=whole,
             )
         return _Context(
             position_ids=position_ids, input_ids=input_ids, rope=self._rope(position_ids),
             compress_inv_freq=self.inv_freq_compress, docs=docs, single_document=bool((docs == 1).all()),
-            training_losses=training_losses, indexer_loss=indexer_loss,
-            indexer_kl=[], router_stats=[],
+            training_losses=training_losses, indexer_loss=indexer_loss, balance_loss=balance_loss,
         )
 
     def hidden_states(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None, ctx: _Context | None = None):
@@ -706,8 +792,10 @@ class DeepseekV4ForCausalLM(nn.Module):
         training_losses = compute_loss and self.training
         # a zero KL weight skips the indexer loss (and with it every gradient of the indexer)
         ctx = self._context(
-            input_ids, position_ids, training_losses, indexer_loss=training_losses and indexer_kl_weight > 0, sequence=sequence
+            input_ids, position_ids, training_losses, indexer_loss=training_losses and indexer_kl_weight > 0,
+            sequence=sequence, balance_loss=compute_loss,
         )
+        self.take_auxiliary()  # drop anything a block kept from a forward whose losses nobody took
         hidden, streams, ctx = self.hidden_states(ctx.input_ids, ctx.position_ids, ctx)
         out = DeepseekV4Output()
         docs = ctx.docs if ctx.whole is None else ctx.whole.docs
@@ -722,23 +810,44 @@ class DeepseekV4ForCausalLM(nn.Module):
             mtp_hidden = self.mtp[0](streams, self.embed(next_ids), ctx)
             if return_mtp_logits:
                 out.mtp_logits = self.head(mtp_hidden)
-        out.expert_load = self._expert_load(ctx)
+        auxiliary = self.take_auxiliary()
+        # one row per routed block (main layers, then MTP); a block that did not run (the MTP block
+        # when its loss weight is 0) keeps a zero row, which the bias update leaves alone
+        out.expert_load = torch.zeros(
+            self.config.num_hidden_layers + len(self.mtp), self.config.n_routed_experts, device=self.head.weight.device
+        )
+        for row, load in auxiliary.expert_load.items():
+            out.expert_load[row] = load
         if not compute_loss:
             return out
-        lm_loss, lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1, sequence=sequence)
-        out.lm_loss, out.lm_tokens = lm_loss, lm_tokens
-        total = lm_loss
+        out.lm_loss, out.lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1, sequence=sequence)
         if mtp_hidden is not None and mtp_loss_weight > 0:
             out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2, sequence=sequence)
-            total = total + mtp_loss_weight * out.mtp_loss
-        out.balance_loss = self._balance_loss(ctx, batch, ctx.position_ids.shape[1])
-        weight = self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight
-        total = total + weight * out.balance_loss
-        if ctx.indexer_kl:
-            out.indexer_kl_loss = torch.stack(ctx.indexer_kl).mean()
-            total = total + indexer_kl_weight * out.indexer_kl_loss
-        out.loss = total
+        out.balance_loss = mean_over(auxiliary.balance) if auxiliary.balance else self.head.weight.new_zeros((), dtype=torch.float32)
+        if auxiliary.indexer_kl:
+            out.indexer_kl_loss = mean_over(auxiliary.indexer_kl)
+        out.loss = total_loss(
+            out.lm_loss, out.mtp_loss, out.balance_loss, out.indexer_kl_loss, mtp_weight=mtp_loss_weight,
+            balance_weight=self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight,
+            indexer_kl_weight=indexer_kl_weight,
+        )
         return out
+
+    def take_auxiliary(self) -> Auxiliary:
+        """Take what this module's blocks (a pipeline stage: those it holds) kept from their last forward
+        beside their outputs: balance losses, indexer KL losses, routed tokens per expert; each is taken
+        once (a block that has not run since keeps nothing)."""
+        auxiliary = Auxiliary(balance=[], indexer_kl=[], expert_load={})
+        for row, block in self.routed_blocks():
+            moe, attention = block.ffn, block.attn
+            if moe.balance_loss is not None:
+                auxiliary.balance.append(moe.balance_loss)
+            if moe.expert_load is not None:
+                auxiliary.expert_load[row] = moe.expert_load
+            if attention.indexer_kl is not None:
+                auxiliary.indexer_kl.append(attention.indexer_kl)
+            moe.balance_loss = moe.expert_load = attention.indexer_kl = None
+        return auxiliary
 
     def _shifted_loss(self, hidden, input_ids, loss_mask, docs, shift: int, sequence: SequenceShard | None = None):
         """Mean cross-entropy of token t+shift predicted at position t (fused head + loss). Under context
@@ -758,44 +867,16 @@ class DeepseekV4ForCausalLM(nn.Module):
         total = kernels.linear_cross_entropy(rows, self.head.weight, targets.reshape(-1), ignore_index=-100, reduction="sum")
         return total / count, count
 
-    def _balance_loss(self, ctx: _Context, batch: int, seq_len: int) -> torch.Tensor:
-        """DeepSeek-V3's sequence-wise balance loss. Under context parallel a sequence's expert counts
-        are summed over the ranks and its mean affinity is this chunk's part of the whole rows' mean, so
-        the ranks' losses sum to the whole rows' (`seq_len` is then the chunk's length)."""
-        experts, topk = self.config.n_routed_experts, self.config.num_experts_per_tok
-        whole_len = seq_len if ctx.whole is None else ctx.whole.position_ids.shape[1]
-        losses = []
-        for scores, topk_ids in ctx.router_stats:
-            if scores is None:  # hash layers have no learned choice to balance
-                continue
-            scores = scores.view(batch, seq_len, experts)
-            share = scores / scores.sum(dim=-1, keepdim=True)  # normalized affinity
-            mean_share = share.mean(dim=1) if ctx.sequence is None else share.sum(dim=1) / whole_len  # [B, E]
-            counts = torch.zeros(batch, experts, device=scores.device)
-            counts.scatter_add_(1, topk_ids.view(batch, -1), torch.ones(batch, seq_len * topk, device=scores.device))
-            if ctx.sequence is not None:
-                counts = ctx.sequence.sum_over_ranks(counts)
-            fraction = counts * experts / (topk * whole_len)
-            losses.append((fraction * mean_share).sum(dim=-1).mean())
-        if not losses:
-            return self.head.weight.new_zeros((), dtype=torch.float32)
-        return torch.stack(losses).mean()
-
-    def _expert_load(self, ctx: _Context) -> torch.Tensor:
-        # one row per routed block (main layers, then MTP); a block that did not run (the MTP block
-        # when its loss weight is 0) keeps a zero row, which the bias update leaves alone
-        experts = self.config.n_routed_experts
-        load = torch.zeros(len(self.layers) + len(self.mtp), experts, device=self.head.weight.device)
-        for row, (_, ids) in enumerate(ctx.router_stats):
-            load[row] = torch.bincount(ids.reshape(-1), minlength=experts).float()
-        return load
-
     def routed_gates(self) -> list[Gate]:
         """The gate of every block in expert_load's row order (main layers, then MTP)."""
         return [gate for _, gate in self.routed_gate_rows()]
 
     def routed_gate_rows(self) -> list[tuple[int, Gate]]:
-        """(row, gate) of every block this module holds, the row being the block's in the whole model's
+        """(row, gate) of every block this module holds (`routed_blocks`)."""
+        return [(row, block.ffn.gate) for row, block in self.routed_blocks()]
+
+    def routed_blocks(self) -> list[tuple[int, Block]]:
+        """(row, block) of every block this module holds, the row being the block's in the whole model's
         order (main layers, then MTP): a pipeline stage holds some of them (`layers` keyed by layer index)."""
         layers = getattr(self, "layers", None) or {}
         if isinstance(layers, nn.ModuleDict):
@@ -803,8 +884,7 @@ class DeepseekV4ForCausalLM(nn.Module):
         else:
             blocks = list(enumerate(layers))
         mtp = getattr(self, "mtp", None) or []
-        blocks += [(self.config.num_hidden_layers + j, block) for j, block in enumerate(mtp)]
-        return [(row, block.ffn.gate) for row, block in blocks]
+        return blocks + [(self.config.num_hidden_layers + j, block) for j, block in enumerate(mtp)]
 
     @torch.no_grad()
     def update_expert_bias(self, expert_load: torch.Tensor, rate: float) -> None:
