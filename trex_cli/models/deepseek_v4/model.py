@@ -44,6 +44,9 @@ class DeepseekV4Output:
     lm_tokens: torch.Tensor | None = None  # how many targets lm_loss averages over
     logits: torch.Tensor | None = None
     mtp_logits: torch.Tensor | None = None
+    # a pipeline stage before the last (finish=False): what goes on to the next stage
+    streams: torch.Tensor | None = None  # [B, S, n, D] the last block's mHC streams
+    next_embeddings: torch.Tensor | None = None  # [B, S, D] embeddings of the next tokens (for the MTP block)
 
 
 class RMSNorm(nn.Module):
@@ -751,12 +754,53 @@ class DeepseekV4ForCausalLM(nn.Module):
         if position_ids is None:
             position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
         ctx = ctx or self._context(input_ids, position_ids, training_losses=False)
+        streams = self._run_blocks(self._embed_streams(input_ids), ctx)
+        return self._final_hidden(streams), streams, ctx
+
+    def _embed_streams(self, input_ids: torch.Tensor) -> torch.Tensor:
         embeddings = self.embed(input_ids)
-        streams = embeddings.unsqueeze(2).expand(-1, -1, self.config.hc_mult, -1).contiguous()
-        for layer in self.layers:
+        return embeddings.unsqueeze(2).expand(-1, -1, self.config.hc_mult, -1).contiguous()
+
+    def _run_blocks(self, streams: torch.Tensor, ctx: _Context, layers: list[int] | None = None) -> torch.Tensor:
+        """The main blocks this module holds, in order (a pipeline stage: those of `layers`)."""
+        if layers is None:
+            blocks = self.layers.values() if isinstance(self.layers, nn.ModuleDict) else self.layers
+        else:
+            blocks = [self.layers[str(index)] for index in layers]
+        for layer in blocks:
             streams = layer(streams, ctx)
+        return streams
+
+    def _final_hidden(self, streams: torch.Tensor) -> torch.Tensor:
         collapsed = HyperHead.collapse(streams, self.hc_head_fn, self.hc_head_base, self.hc_head_scale, self.config)
-        return self.norm(collapsed), streams, ctx
+        return self.norm(collapsed)
+
+    def _next_embeddings(self, input_ids: torch.Tensor, sequence: SequenceShard | None) -> torch.Tensor:
+        """Embeddings of token t+1 at each position t (the MTP block's input; zeros' id at the last)."""
+        next_ids = F.pad(input_ids[:, 1:], (0, 1))
+        if sequence is not None:
+            next_ids = next_ids[:, sequence.start : sequence.end]
+        return self.embed(next_ids)
+
+    def holds_every_block(self) -> bool:
+        """False for a pipeline stage (`prune_to_stages`), which holds some of the model's parts."""
+        return len(self.routed_blocks()) == self.config.num_hidden_layers + self.config.num_nextn_predict_layers
+
+    def _auxiliary_means(self, auxiliary: Auxiliary, mtp_runs: bool, seq_len: int) -> tuple:
+        """(balance, indexer KL) of this forward: the means over the layers that computed them; a pipeline
+        stage's part of the whole model's means (its layers' sum over the whole model's count)."""
+        balance_count = kl_count = None
+        if not self.holds_every_block():
+            config = self.config
+            rows = list(range(config.num_hidden_layers))
+            if mtp_runs:
+                rows += [config.num_hidden_layers + j for j in range(config.num_nextn_predict_layers)]
+            balance_count = config.num_hidden_layers - config.num_hash_layers + (config.num_nextn_predict_layers if mtp_runs else 0)
+            has_entries = seq_len // config.compress_rate_csa > 0
+            kl_count = sum(1 for row in rows if config.layer_type(row) == CSA) if has_entries else 0
+        balance = mean_over(auxiliary.balance, balance_count) if auxiliary.balance else None
+        kl = mean_over(auxiliary.indexer_kl, kl_count) if auxiliary.indexer_kl else None
+        return balance, kl
 
     def forward(
         self,
@@ -771,6 +815,9 @@ class DeepseekV4ForCausalLM(nn.Module):
         balance_loss_weight: float | None = None,
         indexer_kl_weight: float = 1.0,
         sequence: SequenceShard | None = None,
+        stage_input: tuple[torch.Tensor, torch.Tensor] | None = None,
+        layers: list[int] | None = None,
+        finish: bool | None = None,
     ) -> DeepseekV4Output:
         """Losses (`loss_mask[b, t]` = 1 where token t is a training target) and, on request, logits.
 
@@ -783,7 +830,14 @@ class DeepseekV4ForCausalLM(nn.Module):
         Context parallel (`sequence`): the inputs are the whole rows; logits, lm_loss, mtp_loss and
         lm_tokens are those of the chunk's positions (their targets taken from the whole rows, so a
         chunk's last positions keep theirs), balance_loss and indexer_kl_loss this chunk's share: their
-        sums over the ranks are the whole rows' losses."""
+        sums over the ranks are the whole rows' losses.
+
+        Pipeline stage (this model with parts removed: `prune_to_stages`): the same forward skips what the
+        stage lacks. `stage_input` (streams, next_embeddings) from the stage before replaces the embedding;
+        `layers` are the blocks to run (one virtual stage of those held; default all); `finish` (default:
+        whether the head is held) runs the head, the MTP block (on a stage whenever it is held, whatever
+        its weight) and the LM losses, else the output carries `streams` and `next_embeddings` on. The
+        balance and indexer KL losses are then the stage's part of the whole model's means."""
         batch, seq_len = input_ids.shape
         if position_ids is None:
             position_ids = torch.arange(seq_len, device=input_ids.device).expand(batch, seq_len)
@@ -796,18 +850,37 @@ class DeepseekV4ForCausalLM(nn.Module):
             sequence=sequence, balance_loss=compute_loss,
         )
         self.take_auxiliary()  # drop anything a block kept from a forward whose losses nobody took
-        hidden, streams, ctx = self.hidden_states(ctx.input_ids, ctx.position_ids, ctx)
+        is_stage = not self.holds_every_block()
+        if stage_input is None:
+            streams, next_embeddings = self._embed_streams(ctx.input_ids), None
+        else:
+            streams, next_embeddings = stage_input
+        streams = self._run_blocks(streams, ctx, layers)
+        finish = "head" in self._modules if finish is None else finish
         out = DeepseekV4Output()
+        whole_len = input_ids.shape[1]
+        if not finish:  # a pipeline stage before the last
+            out.streams = streams
+            out.next_embeddings = self._next_embeddings(input_ids, sequence) if next_embeddings is None else next_embeddings
+            if compute_loss:
+                out.balance_loss, out.indexer_kl_loss = self._auxiliary_means(self.take_auxiliary(), True, whole_len)
+                out.loss = total_loss(
+                    None, None, out.balance_loss, out.indexer_kl_loss, mtp_weight=mtp_loss_weight,
+                    balance_weight=self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight,
+                    indexer_kl_weight=indexer_kl_weight,
+                )
+            return out
+        hidden = self._final_hidden(streams)
         docs = ctx.docs if ctx.whole is None else ctx.whole.docs
         if return_logits:
             out.logits = self.head(hidden)
         mtp_hidden = None
-        # a zero MTP weight skips the MTP block (nothing would learn from it)
-        if self.mtp and ((compute_loss and mtp_loss_weight > 0) or return_mtp_logits):
-            next_ids = F.pad(input_ids[:, 1:], (0, 1))
-            if sequence is not None:
-                next_ids = next_ids[:, sequence.start : sequence.end]
-            mtp_hidden = self.mtp[0](streams, self.embed(next_ids), ctx)
+        # a zero MTP weight skips the MTP block (nothing would learn from it), except on a pipeline stage
+        mtp_runs = bool(self.mtp) and ((compute_loss and (mtp_loss_weight > 0 or is_stage)) or return_mtp_logits)
+        if mtp_runs:
+            if next_embeddings is None:
+                next_embeddings = self._next_embeddings(input_ids, sequence)
+            mtp_hidden = self.mtp[0](streams, next_embeddings, ctx)
             if return_mtp_logits:
                 out.mtp_logits = self.head(mtp_hidden)
         auxiliary = self.take_auxiliary()
@@ -821,11 +894,11 @@ class DeepseekV4ForCausalLM(nn.Module):
         if not compute_loss:
             return out
         out.lm_loss, out.lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1, sequence=sequence)
-        if mtp_hidden is not None and mtp_loss_weight > 0:
+        if mtp_hidden is not None and (mtp_loss_weight > 0 or is_stage):
             out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2, sequence=sequence)
-        out.balance_loss = mean_over(auxiliary.balance) if auxiliary.balance else self.head.weight.new_zeros((), dtype=torch.float32)
-        if auxiliary.indexer_kl:
-            out.indexer_kl_loss = mean_over(auxiliary.indexer_kl)
+        out.balance_loss, out.indexer_kl_loss = self._auxiliary_means(auxiliary, mtp_runs, whole_len)
+        if out.balance_loss is None and not is_stage:
+            out.balance_loss = self.head.weight.new_zeros((), dtype=torch.float32)
         out.loss = total_loss(
             out.lm_loss, out.mtp_loss, out.balance_loss, out.indexer_kl_loss, mtp_weight=mtp_loss_weight,
             balance_weight=self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight,
