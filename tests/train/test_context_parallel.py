@@ -69,7 +69,7 @@ def _check_attention(model, shard, group) -> None:
         whole_x = x.clone().requires_grad_(True)
         ctx = model._context(input_ids, positions, training_losses=True)
         whole_out = attention(whole_x, ctx)
-        whole_kl = torch.stack(ctx.indexer_kl).sum() if ctx.indexer_kl else whole_out.new_zeros(())
+        whole_kl = attention.indexer_kl if attention.indexer_kl is not None else whole_out.new_zeros(())
         ((whole_out * weights).sum() + whole_kl).backward()
         expected = {name: p.grad.clone() for name, p in attention.named_parameters() if p.grad is not None}
 
@@ -77,7 +77,7 @@ def _check_attention(model, shard, group) -> None:
         chunk_x = x[:, chunk].clone().requires_grad_(True)
         ctx = model._context(input_ids, positions, training_losses=True, sequence=shard)
         chunk_out = attention(chunk_x, ctx)
-        chunk_kl = torch.stack(ctx.indexer_kl).sum() if ctx.indexer_kl else chunk_out.new_zeros(())
+        chunk_kl = attention.indexer_kl if attention.indexer_kl is not None else chunk_out.new_zeros(())
         ((chunk_out * weights[:, chunk]).sum() + chunk_kl).backward()
         _close(chunk_out, whole_out[:, chunk].detach(), f"{kind} output")
         if kind == CSA:

@@ -212,12 +212,13 @@ def apply_activation_checkpointing(model: nn.Module, mode: str | list[str], ever
 
 
 class OpaqueContext:
-    """Hands a block the model's per-forward context (a dataclass of tensors and of lists the blocks
-    append router statistics and indexer losses to) as an object FSDP2 does not look into.
+    """Hands a block the model's per-forward context (a dataclass of tensors, the context-parallel shard's
+    callables and generate()'s capture dict) as an object FSDP2 does not look into.
 
-    FSDP2 rebuilds every dataclass and list among a unit's inputs that holds a tensor requiring grad
-    (to hook the backward pass), so from the first such tensor on, each block would append to its own
-    copy of the lists and the model would lose the statistics of the earlier blocks."""
+    FSDP2 walks a unit's inputs (to cast floating tensors under mixed precision, and to hook the ones
+    requiring grad for the backward pass) and rebuilds the dataclasses, lists and dicts it passes
+    through, so each block could get its own copy of the context and generate() would lose what the
+    blocks capture into it. (The blocks keep their auxiliary losses on themselves: `take_auxiliary`.)"""
 
     __slots__ = ("_context",)
 

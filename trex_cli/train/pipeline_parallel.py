@@ -10,14 +10,16 @@ robin as torch's ScheduleInterleaved1F1B expects: rank r holds stages r, r + pp,
 (so rank 0 holds the embedding and rank pp - 1 the head).
 
 Each rank keeps only its stages of the model, under the full model's parameter names (blocks live in
-a ModuleDict keyed by their layer index), so checkpoints and the HF export see one model. What
+a ModuleDict keyed by their layer index), so checkpoints and the HF export see one model. A stage is
+that model with parts removed, run by its own forward, which skips what the stage lacks (no method is
+swapped: `DeepseekV4ForCausalLM.forward`'s `stage_input`, `layers` and `finish`). What
 travels between stages is two float tensors per micro-batch: the mHC residual streams and the
 embeddings of the next tokens (computed on the first stage, consumed by the MTP block on the last,
 so the embedding is never duplicated and its gradient flows back through the pipeline). Token ids,
 positions and loss masks are not sent: every stage reads the same micro-batches from the data loader.
 
-Losses: the last stage returns each micro-batch's LM + MTP loss, each scaled by the micro-batch's
-share of the global batch's targets. The sequence balance and indexer KL losses arise in every stage's blocks; each stage attaches
+Losses (the model's `total_loss`, as without a pipeline): the last stage returns each micro-batch's LM +
+MTP loss, each scaled by the micro-batch's share of the global batch's targets. The sequence balance and indexer KL losses arise in every stage's blocks; each stage attaches
 its share to its output through `AttachAuxiliaryLoss`, whose backward also back-propagates it.
 
 With context parallel every stage works on its rank's chunk of each row (`sequence`): the tensors
@@ -28,10 +30,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 
@@ -98,11 +98,11 @@ class StageStatistics:
     mtp: float = 0.0
     balance: float = 0.0
     kl: float = 0.0
-    expert_load: torch.Tensor | None = None
 
 
 class StageRunner:
-    """This rank's stages: the pruned model, each stage's forward, and the micro-batch queues they read.
+    """This rank's stages: the pruned model, the micro-batch queues its stages read, and `run`, what one
+    stage does with one micro-batch: the model's own forward on the stage's blocks.
 
     One stage per rank (1F1B, GPipe) or several (interleaved): `stages` are their global indices. The
     model keeps the blocks of all of them; `is_first` / `is_last` say whether this rank holds the
@@ -122,17 +122,12 @@ class StageRunner:
         self.train = train
         config = model.config
         prune_to_stages(model, [i for stage in self.stages for i in self.layers_of[stage]], self.is_first, self.is_last)
-        # Totals over the whole model, for each stage's share of the mean auxiliary losses.
-        mtp_blocks = config.num_nextn_predict_layers
-        self.learned_gates_total = config.num_hidden_layers - config.num_hash_layers + mtp_blocks
-        all_blocks = list(range(config.num_hidden_layers + mtp_blocks))
+        all_blocks = list(range(config.num_hidden_layers + config.num_nextn_predict_layers))
         has_entries = seq_len // config.compress_rate_csa > 0
         self.indexer_layers_total = sum(1 for i in all_blocks if config.layer_type(i) == "compressed_sparse_attention") if has_entries else 0
-        self.routed_rows = config.num_hidden_layers + mtp_blocks  # rows of the model's expert_load
         # every stage runs every micro-batch once: a queue of (micro-batch, loss shares) per stage
         self.queues: dict[int, collections.deque] = {stage: collections.deque() for stage in self.stages}
         self.statistics = StageStatistics()
-        model.forward = functools.partial(StageRunner.forward, self)
 
     def push(self, batch, shares: tuple[float, float, float]) -> None:
         """Queue one micro-batch (and its loss shares) for every stage on this rank."""
@@ -148,95 +143,64 @@ class StageRunner:
             blocks += [(self.model.config.num_hidden_layers + j, block) for j, block in enumerate(self.model.mtp)]
         return blocks
 
-    def _auxiliary(self, ctx, stage: int, batch: int, seq_len: int, mean_share: float) -> torch.Tensor:
-        model, train = self.model, self.train
-        total = torch.zeros((), device=ctx.position_ids.device)
-        learned = sum(1 for scores, _ in ctx.router_stats if scores is not None)
-        if learned:
-            balance = model._balance_loss(ctx, batch, seq_len) * (learned / self.learned_gates_total)
-            self.statistics.balance += float(balance.detach()) * mean_share
-            total = total + train.balance_loss_weight * balance
-        if ctx.indexer_kl:
-            kl = torch.stack(ctx.indexer_kl).sum() / self.indexer_layers_total
-            self.statistics.kl += float(kl.detach()) * mean_share
-            total = total + train.indexer_kl_weight * kl
-        rows = torch.zeros(self.routed_rows, model.config.n_routed_experts, device=ctx.position_ids.device)
-        if ctx.router_stats:
-            loads = torch.stack(
-                [torch.bincount(ids.reshape(-1), minlength=model.config.n_routed_experts) for _, ids in ctx.router_stats]
-            )
-            for (global_index, _block), load in zip(self.blocks(stage), loads, strict=True):
-                rows[global_index] = load.float()
-        self.statistics.expert_load = rows if self.statistics.expert_load is None else self.statistics.expert_load + rows
-        return total * mean_share
+    def run(self, model: nn.Module, stage: int, *inputs):
+        """Stage `stage` on its next micro-batch: `model` (the parallelized stage model) runs its own forward
+        on the stage's blocks, from the token ids (first stage) or the stage before's (streams,
+        next-token embeddings). The last stage returns the micro-batch's loss; the others their outputs,
+        with the stage's part of the balance and indexer KL losses attached to the streams, so the
+        schedule's backward back-propagates it. Every stage's loss is the model's `total_loss` of its
+        parts, scaled by the micro-batch's shares of the global batch."""
+        from trex_cli.models.deepseek_v4.model import total_loss
 
-    def forward(self, *inputs, stage: int | None = None):
-        from trex_cli.models.deepseek_v4 import kernels
-        from trex_cli.models.deepseek_v4.model import HyperHead
-
-        stage = self.stage_index if stage is None else stage
-        model = self.model
-        batch, (lm_share, mtp_share, mean_share) = self.queues[stage].popleft()
-        config = model.config
-        sequence = self.sequence
-        ctx = model._context(
-            batch.input_ids, batch.position_ids, training_losses=True, indexer_loss=self.train.indexer_kl_weight > 0,
-            sequence=sequence,
-        )
-        if stage == 0:
-            embeddings = model.embed(ctx.input_ids)
-            streams = embeddings.unsqueeze(2).expand(-1, -1, config.hc_mult, -1).contiguous()
-            next_ids = F.pad(batch.input_ids[:, 1:], (0, 1))
-            if sequence is not None:
-                next_ids = next_ids[:, sequence.start : sequence.end]
-            next_embeddings = model.embed(next_ids)
-        else:
+        batch, shares = self.queues[stage].popleft()
+        train = self.train
+        first, last = stage == 0, stage == self.num_stages - 1
+        stage_input = None
+        if not first:
             streams, next_embeddings = inputs
-            next_embeddings = next_embeddings.view_as(next_embeddings)  # an output distinct from the input
-        for index in self.layers_of[stage]:
-            streams = model.layers[str(index)](streams, ctx)
-        if stage != self.num_stages - 1:
-            auxiliary = self._auxiliary(ctx, stage, *ctx.position_ids.shape, mean_share)
-            return AttachAuxiliaryLoss.apply(streams, auxiliary), next_embeddings
-        collapsed = HyperHead.collapse(streams, model.hc_head_fn, model.hc_head_base, model.hc_head_scale, config)
-        hidden = model.norm(collapsed)
-        documents = kernels.document_ids(batch.position_ids)
-        lm_loss, _ = model._shifted_loss(hidden, batch.input_ids, batch.loss_mask, documents, shift=1, sequence=sequence)
-        loss = lm_loss * lm_share
-        self.statistics.lm += float(lm_loss.detach()) * lm_share
-        if len(model.mtp):
-            mtp_hidden = model.mtp[0](streams, next_embeddings, ctx)
-            mtp_loss, _ = model._shifted_loss(mtp_hidden, batch.input_ids, batch.loss_mask, documents, shift=2, sequence=sequence)
-            self.statistics.mtp += float(mtp_loss.detach()) * mtp_share
-            loss = loss + self.train.mtp_loss_weight * mtp_loss * mtp_share
-        return loss + self._auxiliary(ctx, stage, *ctx.position_ids.shape, mean_share)
+            stage_input = (streams, next_embeddings.view_as(next_embeddings))  # an output distinct from the input
+        output = model(
+            batch.input_ids, batch.position_ids, batch.loss_mask, mtp_loss_weight=train.mtp_loss_weight,
+            balance_loss_weight=train.balance_loss_weight, indexer_kl_weight=train.indexer_kl_weight,
+            sequence=self.sequence, stage_input=stage_input, layers=self.layers_of[stage], finish=last,
+        )
+        loss = total_loss(
+            output.lm_loss, output.mtp_loss, output.balance_loss, output.indexer_kl_loss,
+            mtp_weight=train.mtp_loss_weight, balance_weight=train.balance_loss_weight,
+            indexer_kl_weight=train.indexer_kl_weight, shares=shares,
+        )
+        self._record(output, shares)
+        if loss is None:  # a stage without a learned gate or an indexer loss
+            loss = torch.zeros((), device=batch.input_ids.device)
+        if last:
+            return loss
+        return AttachAuxiliaryLoss.apply(output.streams, loss), output.next_embeddings
+
+    def _record(self, output, shares: tuple[float, float, float]) -> None:
+        lm_share, mtp_share, mean_share = shares
+        statistics = self.statistics
+        for name, value, share in (
+            ("lm", output.lm_loss, lm_share), ("mtp", output.mtp_loss, mtp_share),
+            ("balance", output.balance_loss, mean_share), ("kl", output.indexer_kl_loss, mean_share),
+        ):
+            if value is not None:
+                setattr(statistics, name, getattr(statistics, name) + float(value.detach()) * share)
 
 
 class StageChunk(nn.Module):
-    """What one virtual stage's PipelineStage runs: the (parallelized) model's forward for that stage.
+    """What one virtual stage's PipelineStage runs (interleaved schedules): `StageRunner.run` of that stage
+    with the (parallelized) model.
 
     It holds no parameters of its own; calling the model itself keeps FSDP2's root hooks in the
     path. The model is kept out of this module's children so its parameters are not listed twice."""
 
-    def __init__(self, model: nn.Module, stage: int):
+    def __init__(self, model: nn.Module, runner: StageRunner, stage: int):
         super().__init__()
-        self.stage = stage
+        self.stage, self.runner = stage, runner
         self._model = [model]
 
     def forward(self, *inputs):
-        return self._model[0](*inputs, stage=self.stage)
-
-
-@torch.no_grad()
-def update_stage_expert_bias(runner: StageRunner, expert_load: torch.Tensor, rate: float) -> None:
-    """The model's aux-loss-free rule (`update_expert_bias`) on this stage's gates only: raise the bias
-    of experts below the mean load, lower it above."""
-    for global_index, block in runner.blocks():
-        gate = block.ffn.gate
-        if gate.hashed:
-            continue
-        load = expert_load[global_index].to(gate.bias.device).float()
-        gate.bias += rate * torch.sign(load.mean() - load)
+        return self.runner.run(self._model[0], self.stage, *inputs)
 
 
 def build_pipeline(
@@ -282,8 +246,15 @@ def build_pipeline(
             "group": distributed.dense_mesh["pp"].get_group(),
         }
 
-    def make_stage(module: nn.Module, stage_index: int):
-        return PipelineStage(module, stage_index, **stage_arguments(stage_index))
+    class ModelStage(PipelineStage):
+        """The one stage of this rank (1F1B, GPipe). Its module is the parallelized model itself, so torch's
+        schedule handles its FSDP units (gradient sync deferred to the last micro-batch); a forward is the
+        runner's `run`: the model's forward on the micro-batch the stage reads from the runner's queue."""
+
+        def forward_maybe_with_nosync(self, *args, **kwargs):
+            if kwargs:
+                raise ValueError(f"a pipeline stage takes its micro-batch from the runner, not {sorted(kwargs)}")
+            return runner.run(self.submod, self.stage_index, *args)
 
     class DeferredSyncStage(PipelineStage):
         """A virtual stage whose FSDP units reduce their gradients only in the stage's last backward of
@@ -314,9 +285,11 @@ def build_pipeline(
             for stage in runner.stages:
                 units = [block for _, block in runner.blocks(stage) if isinstance(block, FSDPModule)]
                 owns_root = stage in (0, num_stages - 1) and isinstance(parallelized, FSDPModule)
-                stages.append(DeferredSyncStage(StageChunk(parallelized, stage), stage, units, [parallelized] if owns_root else []))
+                chunk = StageChunk(parallelized, runner, stage)
+                stages.append(DeferredSyncStage(chunk, stage, units, [parallelized] if owns_root else []))
             return ScheduleInterleaved1F1B(stages, micro_batches, **options)
         schedule_class = {"1F1B": Schedule1F1B, "GPipe": ScheduleGPipe}[parallel.pp_schedule]
-        return schedule_class(make_stage(parallelized, runner.stage_index), micro_batches, **options)
+        stage = ModelStage(parallelized, runner.stage_index, **stage_arguments(runner.stage_index))
+        return schedule_class(stage, micro_batches, **options)
 
     return runner, make_schedule

@@ -19,8 +19,9 @@ One optimizer step:
    one process walking the whole batch (context-parallel ranks each do this for their chunk of the
    rows: context_parallel.py);
 3. the global gradient norm is checked (NaN/Inf: skip the step and count it; too many in a row:
-   stop), gradients are clipped, AdamW steps on the fp32 master weights, the LR schedule advances and
-   the routing bias of every learned gate moves by the aux-loss-free rule on the global expert load.
+   stop), gradients are clipped, AdamW steps on the fp32 master weights (right before, an optimizer
+   pre-step hook moves the routing bias of every learned gate by the aux-loss-free rule on the global
+   expert load: expert_bias.py) and the LR schedule advances.
 
 Every `eval_every` steps (and at the last) the validation split's LM and MTP loss is computed in eval
 mode, token-weighted the same way. The trainer's own state (step, schedule, NaN counters) is checkpointed beside the model and
@@ -43,10 +44,12 @@ import torch.distributed as dist
 from torch.distributed.fsdp import FSDPModule
 
 from trex_cli.console import out
+from trex_cli.models.deepseek_v4.model import total_loss
 from trex_cli.train.checkpoint import Checkpointer
 from trex_cli.train.config import StageSchedule, TrainSection
 from trex_cli.train.data import MicroBatch, TrainData, check_batch_sizes
 from trex_cli.train.distributed import Distributed
+from trex_cli.train.expert_bias import ExpertBiasUpdate
 from trex_cli.train.host_memory import peak_rss_kib, start_peak_measurement
 from trex_cli.train.job import TrainJob
 from trex_cli.train.meta_init import InitialWeights, materialize, meta_model
@@ -152,6 +155,11 @@ class Engine:
         if self.pipeline is not None:
             self.pipeline_schedule = make_schedule(self.model)
         self.optimizer = build_optimizer(self.model, train, schedule)
+        # aux-loss-free balancing: the routing bias moves right before each optimizer step, on the tokens
+        # every gate routed in the step's forwards, summed over the ranks (tensor-parallel ranks count
+        # the same tokens; pipeline stages count their own blocks' rows)
+        self.expert_bias = ExpertBiasUpdate(self.model, train.expert_bias_update_rate, dims.tp, distributed.device)
+        self.expert_bias.register(self.optimizer)
         self.scheduler = build_scheduler(self.optimizer, schedule)
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
         self.replicas_of_data = dims.data_replicas  # ranks that see the same micro-batches
@@ -178,7 +186,6 @@ class Engine:
         mean_share = 1.0 / (len(micro_batches) * self.distributed.dims.dp)
         sums = {"lm": 0.0, "mtp": 0.0, "balance": 0.0, "kl": 0.0}
         seen = set()
-        expert_load = None
         for index, batch in enumerate(micro_batches):
             self._gradient_sync(index == len(micro_batches) - 1)
             lm_share = _share(target_count(batch, 1, self.sequence), global_targets[0])
@@ -194,22 +201,22 @@ class Engine:
                     indexer_kl_weight=train.indexer_kl_weight,
                     sequence=self.sequence,
                 )
-                loss = output.lm_loss * lm_share
+                loss = total_loss(
+                    output.lm_loss, output.mtp_loss, output.balance_loss, output.indexer_kl_loss,
+                    mtp_weight=train.mtp_loss_weight, balance_weight=train.balance_loss_weight,
+                    indexer_kl_weight=train.indexer_kl_weight, shares=(lm_share, mtp_share, mean_share),
+                )
                 sums["lm"] += float(output.lm_loss.detach()) * lm_share
-                for key, value, weight, share in (
-                    ("mtp", output.mtp_loss, train.mtp_loss_weight, mtp_share),
-                    ("balance", output.balance_loss, train.balance_loss_weight, mean_share),
-                    ("kl", output.indexer_kl_loss, train.indexer_kl_weight, mean_share),
+                for key, value, share in (
+                    ("mtp", output.mtp_loss, mtp_share),
+                    ("balance", output.balance_loss, mean_share),
+                    ("kl", output.indexer_kl_loss, mean_share),
                 ):
                     if value is not None:
                         seen.add(key)
                         sums[key] += float(value.detach()) * share
-                        loss = loss + weight * value * share
                 loss.backward()
-            if output.expert_load is not None and output.expert_load.numel():
-                load = output.expert_load.detach().float()
-                expert_load = load if expert_load is None else expert_load + load
-        return sums, seen, expert_load, self.replicas_of_data
+        return sums, seen, self.replicas_of_data
 
     def _pipeline_forward_backward(self, micro_batches: list[MicroBatch], global_targets: tuple[float, float]):
         """The pipeline schedule over the micro-batches (every stage reads the same ones)."""
@@ -240,7 +247,7 @@ class Engine:
         if runner.indexer_layers_total and self.train.indexer_kl_weight > 0:
             seen.add("kl")
         # each stage holds different parts of these: only tensor-parallel ranks repeat them
-        return sums, seen, statistics.expert_load, self.distributed.dims.tp
+        return sums, seen, self.distributed.dims.tp
 
     def step(self, micro_batches: list[MicroBatch]) -> StepResult:
         train = self.train
@@ -248,7 +255,7 @@ class Engine:
             self._world_sum([float(sum(target_count(b, shift, self.sequence) for b in micro_batches)) for shift in (1, 2)])
         )
         run = self._pipeline_forward_backward if self.pipeline is not None else self._forward_backward
-        sums, seen, expert_load, replicas = run(micro_batches, global_targets)
+        sums, seen, replicas = run(micro_batches, global_targets)
         totals = dict(zip(sums, self._world_sum(list(sums.values()), replicas), strict=True))
         loss = totals["lm"] + sum(
             weight * totals[key]
@@ -261,13 +268,12 @@ class Engine:
         if finite:
             self.bad_steps_in_a_row = 0
             clip_gradients(self.parameters, torch.tensor(grad_norm), train.clip_grad_norm)
-            self.optimizer.step()
+            self.optimizer.step()  # its pre-step hook moves the routing bias (self.expert_bias)
             self.scheduler.step()
-            if train.expert_bias_update_rate > 0:
-                self._update_expert_bias(expert_load, replicas)
         else:
             self.bad_steps_in_a_row += 1
             self.skipped_steps += 1
+            self.expert_bias.reset()  # the skipped step's routing counts go with it; the bias stays
         self.optimizer.zero_grad(set_to_none=True)
         if self.bad_steps_in_a_row >= max(1, train.max_bad_steps):
             raise TrainingDiverged(
@@ -321,21 +327,6 @@ class Engine:
             "mtp_loss": mtp_loss if has_mtp else None,
             "target_tokens": int(targets[0]),
         }
-
-    def _update_expert_bias(self, expert_load: torch.Tensor | None, replicas: int) -> None:
-        """Aux-loss-free balancing on the expert load of the whole global batch."""
-        if expert_load is None:
-            return
-        load = expert_load.to(self.distributed.device)
-        if dist.get_world_size() > 1:
-            dist.all_reduce(load)
-        load = load / replicas
-        if self.pipeline is not None:
-            from trex_cli.train.pipeline_parallel import update_stage_expert_bias
-
-            update_stage_expert_bias(self.pipeline, load, self.train.expert_bias_update_rate)
-        else:
-            self.model.update_expert_bias(load, self.train.expert_bias_update_rate)
 
     def state(self, step: int) -> dict:
         return {

@@ -45,6 +45,9 @@ class DeepseekV4Output:
     lm_tokens: torch.Tensor | None = None  # how many targets lm_loss averages over
     logits: torch.Tensor | None = None
     mtp_logits: torch.Tensor | None = None
+    # a pipeline stage before the last (finish=False): what goes on to the next stage
+    streams: torch.Tensor | None = None  # [B, S, n, D] the last block's mHC streams
+    next_embeddings: torch.Tensor | None = None  # [B, S, D] embeddings of the next tokens (for the MTP block)
 
 
 class RMSNorm(nn.Module):
@@ -89,13 +92,85 @@ class _Context:
     single_document: bool  # every row is one document: skip the document masks
     training_losses: bool
     indexer_loss: bool  # compute the indexer KL loss: the only thing the indexer learns from
-    indexer_kl: list  # filled by CSA layers
-    router_stats: list  # filled by MoE layers: (scores or None, topk_ids)
+    balance_loss: bool = False  # learned gates compute their sequence-wise balance loss
     capture: dict | None = None  # generate()'s prefill: module -> the per-token state decoding reuses
     # context parallel: this rank's chunk, and the whole rows' positions and documents (what the key side
     # is pooled and masked over); the fields above then hold the chunk's values
     sequence: SequenceShard | None = None
     whole: _Context | None = None
+
+
+def _outside_backward() -> bool:
+    """True unless activation checkpointing is running a forward again inside the backward pass."""
+    return torch._C._current_graph_task_id() == -1
+
+
+def _keep(module: nn.Module, name: str, value: torch.Tensor | None) -> None:
+    """Keep what a forward computed beside its output (an auxiliary loss) on `module` until the model's
+    loss assembly takes it (`DeepseekV4ForCausalLM.take_auxiliary`); a forward run again by activation
+    checkpointing inside the backward pass keeps nothing (the loss was assembled from the first)."""
+    if _outside_backward():
+        setattr(module, name, value)
+
+
+def sequence_balance_loss(scores: torch.Tensor, topk_ids: torch.Tensor, batch: int, seq_len: int, ctx: _Context) -> torch.Tensor:
+    """DeepSeek-V3's sequence-wise balance loss of one gate: scores [B * S, E], topk_ids [B * S, k].
+    Under context parallel a sequence's expert counts are summed over the ranks and its mean affinity is
+    this chunk's part of the whole rows' mean, so the ranks' losses sum to the whole rows' (`seq_len`
+    is then the chunk's length)."""
+    experts, topk = scores.shape[-1], topk_ids.shape[-1]
+    whole_len = seq_len if ctx.whole is None else ctx.whole.position_ids.shape[1]
+    scores = scores.view(batch, seq_len, experts)
+    share = scores / scores.sum(dim=-1, keepdim=True)  # normalized affinity
+    mean_share = share.mean(dim=1) if ctx.sequence is None else share.sum(dim=1) / whole_len  # [B, E]
+    counts = torch.zeros(batch, experts, device=scores.device)
+    counts.scatter_add_(1, topk_ids.view(batch, -1), torch.ones(batch, seq_len * topk, device=scores.device))
+    if ctx.sequence is not None:
+        counts = ctx.sequence.sum_over_ranks(counts)
+    fraction = counts * experts / (topk * whole_len)
+    return (fraction * mean_share).sum(dim=-1).mean()
+
+
+@dataclasses.dataclass
+class Auxiliary:
+    """What the blocks computed beside their outputs in one forward (`take_auxiliary`), in block order."""
+
+    balance: list[torch.Tensor]  # the sequence-wise balance loss of each learned gate that computed one
+    indexer_kl: list[torch.Tensor]  # the indexer KL loss of each CSA layer that computed one
+    expert_load: dict[int, torch.Tensor]  # block row (main layers, then MTP) -> [E] tokens routed per expert
+
+
+def mean_over(values: list[torch.Tensor], count: int | None = None) -> torch.Tensor:
+    """sum(values) / count (default: their number): a pipeline stage holds some of the layers a mean
+    runs over, and gives its part of the whole model's mean."""
+    return torch.stack(values).sum() / (len(values) if count is None else count)
+
+
+def total_loss(
+    lm: torch.Tensor | None,
+    mtp: torch.Tensor | None,
+    balance: torch.Tensor | None,
+    indexer_kl: torch.Tensor | None,
+    *,
+    mtp_weight: float,
+    balance_weight: float,
+    indexer_kl_weight: float,
+    shares: tuple[float, float, float] = (1.0, 1.0, 1.0),
+) -> torch.Tensor | None:
+    """The loss training back-propagates: lm + mtp_weight * mtp + balance_weight * balance +
+    indexer_kl_weight * indexer_kl, the terms absent (None) left out. `shares` (LM, MTP, mean) scale the
+    terms of one micro-batch (or context-parallel chunk) to its part of the global batch: the LM and
+    MTP losses by its share of the targets, the balance and KL losses (means over sequences) by
+    1 / micro-batches over all ranks. The model's forward (shares 1), the trainer's accumulation and
+    every pipeline stage assemble their losses here."""
+    lm_share, mtp_share, mean_share = shares
+    total = None if lm is None else lm * lm_share
+    for value, weight, share in ((mtp, mtp_weight, mtp_share), (balance, balance_weight, mean_share),
+                                 (indexer_kl, indexer_kl_weight, mean_share)):
+        if value is not None:
+            term = weight * value * share
+            total = term if total is None else total + term
+    return total
 
 
 class Compressor(nn.Module):
@@ -264,10 +339,13 @@ class Attention(nn.Module):
             self.compressor = Compressor(config, self.head_dim, self.ratio, overlap=self.layer_type == CSA)
         if self.layer_type == CSA:
             self.indexer = Indexer(config)
+        self.indexer_kl: torch.Tensor | None = None  # the last forward's indexer KL loss (take_auxiliary)
 
     def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        """The attention output; a CSA layer computing the indexer loss also keeps it (`indexer_kl`)."""
         batch, seq_len, _ = x.shape
         cos, sin = ctx.rope["main" if self.layer_type == SLIDING else "compress"]
+        indexer_kl = None
         q_residual = self.q_norm(self.wq_a(x))
         query = self.wq_b(q_residual).view(batch, seq_len, self.heads, self.head_dim)
         query = kernels.apply_rope(kernels.rms_norm(query, None, self.config.rms_norm_eps), cos, sin)
@@ -289,7 +367,7 @@ class Attention(nn.Module):
                 picked_visible = visible.gather(-1, picked)
                 indices = torch.where(picked_visible, picked, torch.full_like(picked, -1))
                 if ctx.indexer_loss:
-                    ctx.indexer_kl.append(self._indexer_kl(query, compressed_kv, scores, indices, scale, ctx.sequence))
+                    indexer_kl = self._indexer_kl(query, compressed_kv, scores, indices, scale, ctx.sequence)
             else:
                 if self.indexer is not None and ctx.capture is not None:
                     self.indexer.compressor(x, ctx)  # no entry yet; decoding still needs its projections
@@ -305,6 +383,7 @@ class Attention(nn.Module):
                 compressed_kv=compressed_kv, compressed_indices=indices, compress_ratio=self.ratio or None,
                 position_ids=ctx.position_ids,
             )
+        _keep(self, "indexer_kl", indexer_kl)
         return self._project_out(output, cos, sin)
 
     def _chunk_attention(self, query, kv, scale, compressed_kv, indices, ctx: _Context) -> torch.Tensor:
@@ -448,6 +527,9 @@ class Gate(nn.Module):
             self.register_buffer("tid2eid", torch.zeros(config.vocab_size, self.topk, dtype=torch.long))
         else:
             self.register_buffer("bias", torch.zeros(config.n_routed_experts, dtype=torch.float32))
+        # tokens routed to each expert by the training forwards since the last reset (the optimizer step's
+        # bias update reads and resets them: trex_cli/train/expert_bias.py); not in checkpoints
+        self.register_buffer("routed_tokens", torch.zeros(config.n_routed_experts, dtype=torch.long), persistent=False)
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor):
         scores = F.softplus(F.linear(x, self.weight).float()).sqrt()  # [N, E]
@@ -455,6 +537,11 @@ class Gate(nn.Module):
             topk_ids = self.tid2eid[input_ids.reshape(-1)]
         else:
             topk_ids = torch.topk(scores.detach() + self.bias, self.topk, dim=-1, sorted=False).indices
+        # Counted once per token: not when activation checkpointing runs this forward again inside the
+        # backward pass (there the current graph task is the backward's, outside it -1).
+        if self.training and torch._C._current_graph_task_id() == -1:
+            with torch.no_grad():
+                self.routed_tokens += torch.bincount(topk_ids.reshape(-1), minlength=self.routed_tokens.shape[0])
         weights = scores.gather(1, topk_ids)
         if self.normalize:
             weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
@@ -467,12 +554,23 @@ class MoE(nn.Module):
         self.gate = Gate(config, hashed=config.is_hash_layer(layer_index))
         self.experts = Experts(config)
         self.shared_experts = SharedExpert(config)
+        # the last forward's balance loss and routed tokens per expert (take_auxiliary)
+        self.balance_loss: torch.Tensor | None = None
+        self.expert_load: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, ctx: _Context) -> torch.Tensor:
+        """The MoE output; a learned gate also keeps this forward's sequence-wise balance loss
+        (`balance_loss`) and every gate the tokens it routed to each expert (`expert_load`)."""
         batch, seq_len, hidden = x.shape
         tokens = x.reshape(-1, hidden)
         scores, topk_ids, topk_weights = self.gate(tokens, ctx.input_ids)
-        ctx.router_stats.append((None if self.gate.hashed else scores, topk_ids))
+        balance = None
+        if ctx.balance_loss and not self.gate.hashed:  # hash layers have no learned choice to balance
+            balance = sequence_balance_loss(scores, topk_ids, batch, seq_len, ctx)
+        _keep(self, "balance_loss", balance)
+        if _outside_backward():
+            with torch.no_grad():
+                self.expert_load = torch.bincount(topk_ids.reshape(-1), minlength=scores.shape[-1]).float()
         routed = self.experts(tokens, topk_ids, topk_weights.to(x.dtype))
         return (routed + self.shared_experts(tokens)).view(batch, seq_len, hidden)
 
@@ -595,6 +693,8 @@ class DeepseekV4ForCausalLM(nn.Module):
         rope_dim, config = self.config.qk_rope_head_dim, self.config
         self.inv_freq_main.copy_(yarn_inv_freq(rope_dim, config.rope_theta, None))
         self.inv_freq_compress.copy_(yarn_inv_freq(rope_dim, config.compress_rope_theta, config.yarn))
+        for gate in self.routed_gates():
+            gate.routed_tokens.zero_()
 
     # ---- initialisation --------------------------------------------------------------------------
     def reset_parameters(self, seed: int | None = None) -> None:
@@ -621,10 +721,10 @@ class DeepseekV4ForCausalLM(nn.Module):
 
     def _context(
         self, input_ids, position_ids, training_losses: bool, indexer_loss: bool | None = None,
-        sequence: SequenceShard | None = None,
+        sequence: SequenceShard | None = None, balance_loss: bool = False,
     ) -> _Context:
         """The per-forward context; `indexer_loss` (default: `training_losses`) says whether CSA layers
-        compute the indexer KL loss. With `sequence` (context parallel) the inputs are the whole rows
+        compute the indexer KL loss, `balance_loss` whether learned gates compute theirs. With `sequence` (context parallel) the inputs are the whole rows
         and the context is the chunk's, with the whole rows' positions and documents in `whole`."""
         docs = kernels.document_ids(position_ids)
         indexer_loss = training_losses if indexer_loss is None else indexer_loss
@@ -635,20 +735,19 @@ class DeepseekV4ForCausalLM(nn.Module):
             whole = _Context(
                 position_ids=position_ids, input_ids=input_ids, rope={}, compress_inv_freq=self.inv_freq_compress,
                 docs=docs, single_document=bool((docs == 1).all()), training_losses=training_losses,
-                indexer_loss=indexer_loss, indexer_kl=[], router_stats=[],
+                indexer_loss=indexer_loss, balance_loss=balance_loss,
             )
             chunk = slice(sequence.start, sequence.end)
             return _Context(
                 position_ids=position_ids[:, chunk], input_ids=input_ids[:, chunk], rope=self._rope(position_ids[:, chunk]),
                 compress_inv_freq=self.inv_freq_compress, docs=docs[:, chunk], single_document=whole.single_document,
-                training_losses=training_losses, indexer_loss=indexer_loss, indexer_kl=[], router_stats=[],
+                training_losses=training_losses, indexer_loss=indexer_loss, balance_loss=balance_loss,
                 sequence=sequence, whole=whole,
             )
         return _Context(
             position_ids=position_ids, input_ids=input_ids, rope=self._rope(position_ids),
             compress_inv_freq=self.inv_freq_compress, docs=docs, single_document=bool((docs == 1).all()),
-            training_losses=training_losses, indexer_loss=indexer_loss,
-            indexer_kl=[], router_stats=[],
+            training_losses=training_losses, indexer_loss=indexer_loss, balance_loss=balance_loss,
         )
 
     def hidden_states(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None, ctx: _Context | None = None):
@@ -656,12 +755,53 @@ class DeepseekV4ForCausalLM(nn.Module):
         if position_ids is None:
             position_ids = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
         ctx = ctx or self._context(input_ids, position_ids, training_losses=False)
+        streams = self._run_blocks(self._embed_streams(input_ids), ctx)
+        return self._final_hidden(streams), streams, ctx
+
+    def _embed_streams(self, input_ids: torch.Tensor) -> torch.Tensor:
         embeddings = self.embed(input_ids)
-        streams = embeddings.unsqueeze(2).expand(-1, -1, self.config.hc_mult, -1).contiguous()
-        for layer in self.layers:
+        return embeddings.unsqueeze(2).expand(-1, -1, self.config.hc_mult, -1).contiguous()
+
+    def _run_blocks(self, streams: torch.Tensor, ctx: _Context, layers: list[int] | None = None) -> torch.Tensor:
+        """The main blocks this module holds, in order (a pipeline stage: those of `layers`)."""
+        if layers is None:
+            blocks = self.layers.values() if isinstance(self.layers, nn.ModuleDict) else self.layers
+        else:
+            blocks = [self.layers[str(index)] for index in layers]
+        for layer in blocks:
             streams = layer(streams, ctx)
+        return streams
+
+    def _final_hidden(self, streams: torch.Tensor) -> torch.Tensor:
         collapsed = HyperHead.collapse(streams, self.hc_head_fn, self.hc_head_base, self.hc_head_scale, self.config)
-        return self.norm(collapsed), streams, ctx
+        return self.norm(collapsed)
+
+    def _next_embeddings(self, input_ids: torch.Tensor, sequence: SequenceShard | None) -> torch.Tensor:
+        """Embeddings of token t+1 at each position t (the MTP block's input; zeros' id at the last)."""
+        next_ids = F.pad(input_ids[:, 1:], (0, 1))
+        if sequence is not None:
+            next_ids = next_ids[:, sequence.start : sequence.end]
+        return self.embed(next_ids)
+
+    def holds_every_block(self) -> bool:
+        """False for a pipeline stage (`prune_to_stages`), which holds some of the model's parts."""
+        return len(self.routed_blocks()) == self.config.num_hidden_layers + self.config.num_nextn_predict_layers
+
+    def _auxiliary_means(self, auxiliary: Auxiliary, mtp_runs: bool, seq_len: int) -> tuple:
+        """(balance, indexer KL) of this forward: the means over the layers that computed them; a pipeline
+        stage's part of the whole model's means (its layers' sum over the whole model's count)."""
+        balance_count = kl_count = None
+        if not self.holds_every_block():
+            config = self.config
+            rows = list(range(config.num_hidden_layers))
+            if mtp_runs:
+                rows += [config.num_hidden_layers + j for j in range(config.num_nextn_predict_layers)]
+            balance_count = config.num_hidden_layers - config.num_hash_layers + (config.num_nextn_predict_layers if mtp_runs else 0)
+            has_entries = seq_len // config.compress_rate_csa > 0
+            kl_count = sum(1 for row in rows if config.layer_type(row) == CSA) if has_entries else 0
+        balance = mean_over(auxiliary.balance, balance_count) if auxiliary.balance else None
+        kl = mean_over(auxiliary.indexer_kl, kl_count) if auxiliary.indexer_kl else None
+        return balance, kl
 
     def forward(
         self,
@@ -676,6 +816,9 @@ class DeepseekV4ForCausalLM(nn.Module):
         balance_loss_weight: float | None = None,
         indexer_kl_weight: float = 1.0,
         sequence: SequenceShard | None = None,
+        stage_input: tuple[torch.Tensor, torch.Tensor] | None = None,
+        layers: list[int] | None = None,
+        finish: bool | None = None,
     ) -> DeepseekV4Output:
         """Losses (`loss_mask[b, t]` = 1 where token t is a training target) and, on request, logits.
 
@@ -688,7 +831,14 @@ class DeepseekV4ForCausalLM(nn.Module):
         Context parallel (`sequence`): the inputs are the whole rows; logits, lm_loss, mtp_loss and
         lm_tokens are those of the chunk's positions (their targets taken from the whole rows, so a
         chunk's last positions keep theirs), balance_loss and indexer_kl_loss this chunk's share: their
-        sums over the ranks are the whole rows' losses."""
+        sums over the ranks are the whole rows' losses.
+
+        Pipeline stage (this model with parts removed: `prune_to_stages`): the same forward skips what the
+        stage lacks. `stage_input` (streams, next_embeddings) from the stage before replaces the embedding;
+        `layers` are the blocks to run (one virtual stage of those held; default all); `finish` (default:
+        whether the head is held) runs the head, the MTP block (on a stage whenever it is held, whatever
+        its weight) and the LM losses, else the output carries `streams` and `next_embeddings` on. The
+        balance and indexer KL losses are then the stage's part of the whole model's means."""
         batch, seq_len = input_ids.shape
         if position_ids is None:
             position_ids = torch.arange(seq_len, device=input_ids.device).expand(batch, seq_len)
@@ -697,39 +847,81 @@ class DeepseekV4ForCausalLM(nn.Module):
         training_losses = compute_loss and self.training
         # a zero KL weight skips the indexer loss (and with it every gradient of the indexer)
         ctx = self._context(
-            input_ids, position_ids, training_losses, indexer_loss=training_losses and indexer_kl_weight > 0, sequence=sequence
+            input_ids, position_ids, training_losses, indexer_loss=training_losses and indexer_kl_weight > 0,
+            sequence=sequence, balance_loss=compute_loss,
         )
-        hidden, streams, ctx = self.hidden_states(ctx.input_ids, ctx.position_ids, ctx)
+        self.take_auxiliary()  # drop anything a block kept from a forward whose losses nobody took
+        is_stage = not self.holds_every_block()
+        if stage_input is None:
+            streams, next_embeddings = self._embed_streams(ctx.input_ids), None
+        else:
+            streams, next_embeddings = stage_input
+        streams = self._run_blocks(streams, ctx, layers)
+        finish = "head" in self._modules if finish is None else finish
         out = DeepseekV4Output()
+        whole_len = input_ids.shape[1]
+        if not finish:  # a pipeline stage before the last
+            out.streams = streams
+            out.next_embeddings = self._next_embeddings(input_ids, sequence) if next_embeddings is None else next_embeddings
+            if compute_loss:
+                out.balance_loss, out.indexer_kl_loss = self._auxiliary_means(self.take_auxiliary(), True, whole_len)
+                out.loss = total_loss(
+                    None, None, out.balance_loss, out.indexer_kl_loss, mtp_weight=mtp_loss_weight,
+                    balance_weight=self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight,
+                    indexer_kl_weight=indexer_kl_weight,
+                )
+            return out
+        hidden = self._final_hidden(streams)
         docs = ctx.docs if ctx.whole is None else ctx.whole.docs
         if return_logits:
             out.logits = self.head(hidden)
         mtp_hidden = None
-        # a zero MTP weight skips the MTP block (nothing would learn from it)
-        if self.mtp and ((compute_loss and mtp_loss_weight > 0) or return_mtp_logits):
-            next_ids = F.pad(input_ids[:, 1:], (0, 1))
-            if sequence is not None:
-                next_ids = next_ids[:, sequence.start : sequence.end]
-            mtp_hidden = self.mtp[0](streams, self.embed(next_ids), ctx)
+        # a zero MTP weight skips the MTP block (nothing would learn from it), except on a pipeline stage
+        mtp_runs = bool(self.mtp) and ((compute_loss and (mtp_loss_weight > 0 or is_stage)) or return_mtp_logits)
+        if mtp_runs:
+            if next_embeddings is None:
+                next_embeddings = self._next_embeddings(input_ids, sequence)
+            mtp_hidden = self.mtp[0](streams, next_embeddings, ctx)
             if return_mtp_logits:
                 out.mtp_logits = self.head(mtp_hidden)
-        out.expert_load = self._expert_load(ctx)
+        auxiliary = self.take_auxiliary()
+        # one row per routed block (main layers, then MTP); a block that did not run (the MTP block
+        # when its loss weight is 0) keeps a zero row, which the bias update leaves alone
+        out.expert_load = torch.zeros(
+            self.config.num_hidden_layers + len(self.mtp), self.config.n_routed_experts, device=self.head.weight.device
+        )
+        for row, load in auxiliary.expert_load.items():
+            out.expert_load[row] = load
         if not compute_loss:
             return out
-        lm_loss, lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1, sequence=sequence)
-        out.lm_loss, out.lm_tokens = lm_loss, lm_tokens
-        total = lm_loss
-        if mtp_hidden is not None and mtp_loss_weight > 0:
+        out.lm_loss, out.lm_tokens = self._shifted_loss(hidden, input_ids, loss_mask, docs, shift=1, sequence=sequence)
+        if mtp_hidden is not None and (mtp_loss_weight > 0 or is_stage):
             out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2, sequence=sequence)
-            total = total + mtp_loss_weight * out.mtp_loss
-        out.balance_loss = self._balance_loss(ctx, batch, ctx.position_ids.shape[1])
-        weight = self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight
-        total = total + weight * out.balance_loss
-        if ctx.indexer_kl:
-            out.indexer_kl_loss = torch.stack(ctx.indexer_kl).mean()
-            total = total + indexer_kl_weight * out.indexer_kl_loss
-        out.loss = total
+        out.balance_loss, out.indexer_kl_loss = self._auxiliary_means(auxiliary, mtp_runs, whole_len)
+        if out.balance_loss is None and not is_stage:
+            out.balance_loss = self.head.weight.new_zeros((), dtype=torch.float32)
+        out.loss = total_loss(
+            out.lm_loss, out.mtp_loss, out.balance_loss, out.indexer_kl_loss, mtp_weight=mtp_loss_weight,
+            balance_weight=self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight,
+            indexer_kl_weight=indexer_kl_weight,
+        )
         return out
+
+    def take_auxiliary(self) -> Auxiliary:
+        """Take what this module's blocks (a pipeline stage: those it holds) kept from their last forward
+        beside their outputs: balance losses, indexer KL losses, routed tokens per expert; each is taken
+        once (a block that has not run since keeps nothing)."""
+        auxiliary = Auxiliary(balance=[], indexer_kl=[], expert_load={})
+        for row, block in self.routed_blocks():
+            moe, attention = block.ffn, block.attn
+            if moe.balance_loss is not None:
+                auxiliary.balance.append(moe.balance_loss)
+            if moe.expert_load is not None:
+                auxiliary.expert_load[row] = moe.expert_load
+            if attention.indexer_kl is not None:
+                auxiliary.indexer_kl.append(attention.indexer_kl)
+            moe.balance_loss = moe.expert_load = attention.indexer_kl = None
+        return auxiliary
 
     def _shifted_loss(self, hidden, input_ids, loss_mask, docs, shift: int, sequence: SequenceShard | None = None):
         """Mean cross-entropy of token t+shift predicted at position t (fused head + loss). Under context
@@ -750,51 +942,36 @@ class DeepseekV4ForCausalLM(nn.Module):
         total = linear_cross_entropy_sum(rows, self.head.weight, targets.reshape(-1), ignore_index=-100)
         return total / count, count
 
-    def _balance_loss(self, ctx: _Context, batch: int, seq_len: int) -> torch.Tensor:
-        """DeepSeek-V3's sequence-wise balance loss. Under context parallel a sequence's expert counts
-        are summed over the ranks and its mean affinity is this chunk's part of the whole rows' mean, so
-        the ranks' losses sum to the whole rows' (`seq_len` is then the chunk's length)."""
-        experts, topk = self.config.n_routed_experts, self.config.num_experts_per_tok
-        whole_len = seq_len if ctx.whole is None else ctx.whole.position_ids.shape[1]
-        losses = []
-        for scores, topk_ids in ctx.router_stats:
-            if scores is None:  # hash layers have no learned choice to balance
-                continue
-            scores = scores.view(batch, seq_len, experts)
-            share = scores / scores.sum(dim=-1, keepdim=True)  # normalized affinity
-            mean_share = share.mean(dim=1) if ctx.sequence is None else share.sum(dim=1) / whole_len  # [B, E]
-            counts = torch.zeros(batch, experts, device=scores.device)
-            counts.scatter_add_(1, topk_ids.view(batch, -1), torch.ones(batch, seq_len * topk, device=scores.device))
-            if ctx.sequence is not None:
-                counts = ctx.sequence.sum_over_ranks(counts)
-            fraction = counts * experts / (topk * whole_len)
-            losses.append((fraction * mean_share).sum(dim=-1).mean())
-        if not losses:
-            return self.head.weight.new_zeros((), dtype=torch.float32)
-        return torch.stack(losses).mean()
-
-    def _expert_load(self, ctx: _Context) -> torch.Tensor:
-        # one row per routed block (main layers, then MTP); a block that did not run (the MTP block
-        # when its loss weight is 0) keeps a zero row, which the bias update leaves alone
-        experts = self.config.n_routed_experts
-        load = torch.zeros(len(self.layers) + len(self.mtp), experts, device=self.head.weight.device)
-        for row, (_, ids) in enumerate(ctx.router_stats):
-            load[row] = torch.bincount(ids.reshape(-1), minlength=experts).float()
-        return load
-
     def routed_gates(self) -> list[Gate]:
         """The gate of every block in expert_load's row order (main layers, then MTP)."""
-        return [layer.ffn.gate for layer in self.layers] + [block.ffn.gate for block in self.mtp]
+        return [gate for _, gate in self.routed_gate_rows()]
+
+    def routed_gate_rows(self) -> list[tuple[int, Gate]]:
+        """(row, gate) of every block this module holds (`routed_blocks`)."""
+        return [(row, block.ffn.gate) for row, block in self.routed_blocks()]
+
+    def routed_blocks(self) -> list[tuple[int, Block]]:
+        """(row, block) of every block this module holds, the row being the block's in the whole model's
+        order (main layers, then MTP): a pipeline stage holds some of them (`layers` keyed by layer index)."""
+        layers = getattr(self, "layers", None) or {}
+        if isinstance(layers, nn.ModuleDict):
+            blocks = [(int(index), block) for index, block in layers.items()]
+        else:
+            blocks = list(enumerate(layers))
+        mtp = getattr(self, "mtp", None) or []
+        return blocks + [(self.config.num_hidden_layers + j, block) for j, block in enumerate(mtp)]
 
     @torch.no_grad()
     def update_expert_bias(self, expert_load: torch.Tensor, rate: float) -> None:
         """Aux-loss-free balancing: raise the routing bias of experts that got fewer tokens than the
-        mean and lower it for those that got more, by `rate` (sign rule; hash layers skipped).
-        `expert_load` is summed over data-parallel ranks by the caller."""
-        gates = self.routed_gates()
-        if expert_load.shape[0] != len(gates):
-            raise ValueError(f"expert_load has {expert_load.shape[0]} rows; this model has {len(gates)} routed layers")
-        for gate, load in zip(gates, expert_load, strict=True):
+        mean and lower it for those that got more, by `rate` (sign rule; hash layers and rows of no
+        tokens skipped). `expert_load` [layers + MTP layers, E] is summed over data-parallel ranks by the
+        caller; a pipeline stage reads the rows of its own blocks."""
+        rows = self.config.num_hidden_layers + self.config.num_nextn_predict_layers
+        if expert_load.shape[0] != rows:
+            raise ValueError(f"expert_load has {expert_load.shape[0]} rows; this model has {rows} routed layers")
+        for row, gate in self.routed_gate_rows():
+            load = expert_load[row]
             if gate.hashed or not bool(load.any()):
                 continue
             load = load.to(gate.bias.device).float()
