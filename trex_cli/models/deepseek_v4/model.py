@@ -888,7 +888,7 @@ class DeepseekV4ForCausalLM(nn.Module):
         # one row per routed block (main layers, then MTP); a block that did not run (the MTP block
         # when its loss weight is 0) keeps a zero row, which the bias update leaves alone
         out.expert_load = torch.zeros(
-            self.config.num_hidden_layers + len(self.mtp), self.config.n_routed_experts, device=self.head.weight.device
+            self.config.num_hidden_layers + len(self.mtp), self.config.n_routed_experts, device=hidden.device
         )
         for row, load in auxiliary.expert_load.items():
             out.expert_load[row] = load
@@ -899,7 +899,7 @@ class DeepseekV4ForCausalLM(nn.Module):
             out.mtp_loss, _ = self._shifted_loss(mtp_hidden, input_ids, loss_mask, docs, shift=2, sequence=sequence)
         out.balance_loss, out.indexer_kl_loss = self._auxiliary_means(auxiliary, mtp_runs, whole_len)
         if out.balance_loss is None and not is_stage:
-            out.balance_loss = self.head.weight.new_zeros((), dtype=torch.float32)
+            out.balance_loss = torch.zeros((), device=hidden.device)  # a plain tensor: under TP the head is a DTensor
         out.loss = total_loss(
             out.lm_loss, out.mtp_loss, out.balance_loss, out.indexer_kl_loss, mtp_weight=mtp_loss_weight,
             balance_weight=self.config.router_aux_loss_coef if balance_loss_weight is None else balance_loss_weight,
