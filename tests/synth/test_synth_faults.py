@@ -18,8 +18,9 @@ from typer.testing import CliRunner
 from trex_cli.app import app
 
 # blocks of 4: when the first block's marker appears, most of the run is still to do (the pool verifies up
-# to 8 candidates ahead), so Ctrl-C lands mid-run even on a loaded machine
-FLAGS = ["--n", "24", "--eval-n", "4", "--seed", "5", "--families", "production_mix,knapsack_01",
+# to 12 candidates a worker ahead, 24 with 2 workers, of the 64 + 4), so Ctrl-C lands mid-run even on a
+# loaded machine
+FLAGS = ["--n", "64", "--eval-n", "4", "--seed", "5", "--families", "production_mix,knapsack_01",
          "--set", "synth.block_size=4", "--no-progress"]
 RECORD_FILES = ("problems/*.jsonl", "cpt_docs/*.jsonl", "sft/*.jsonl", "rejects.jsonl", "eval/test.jsonl")
 
