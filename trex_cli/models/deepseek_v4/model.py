@@ -29,7 +29,8 @@ from torch.utils.checkpoint import checkpoint
 
 from trex_cli.models.deepseek_v4 import kernels
 from trex_cli.models.deepseek_v4.config import CSA, SLIDING, DeepseekV4Config, yarn_inv_freq
-from trex_cli.models.deepseek_v4.vocab_parallel import linear_cross_entropy_sum, local_tensor
+from trex_cli.models.deepseek_v4.initialization import local_tensor
+from trex_cli.models.deepseek_v4.vocab_parallel import linear_cross_entropy_sum
 
 
 @dataclasses.dataclass
@@ -527,8 +528,9 @@ class Gate(nn.Module):
             self.register_buffer("tid2eid", torch.zeros(config.vocab_size, self.topk, dtype=torch.long))
         else:
             self.register_buffer("bias", torch.zeros(config.n_routed_experts, dtype=torch.float32))
-        # tokens routed to each expert by the training forwards since the last reset (the optimizer step's
-        # bias update reads and resets them: trex_cli/train/expert_bias.py); not in checkpoints
+        # tokens routed to each expert by the training forwards since the last reset (counted by the MoE
+        # forward; the optimizer step's bias update reads and resets them: trex_cli/train/expert_bias.py);
+        # not in checkpoints
         self.register_buffer("routed_tokens", torch.zeros(config.n_routed_experts, dtype=torch.long), persistent=False)
 
     def forward(self, x: torch.Tensor, input_ids: torch.Tensor):
@@ -537,11 +539,6 @@ class Gate(nn.Module):
             topk_ids = self.tid2eid[input_ids.reshape(-1)]
         else:
             topk_ids = torch.topk(scores.detach() + self.bias, self.topk, dim=-1, sorted=False).indices
-        # Counted once per token: not when activation checkpointing runs this forward again inside the
-        # backward pass (there the current graph task is the backward's, outside it -1).
-        if self.training and torch._C._current_graph_task_id() == -1:
-            with torch.no_grad():
-                self.routed_tokens += torch.bincount(topk_ids.reshape(-1), minlength=self.routed_tokens.shape[0])
         weights = scores.gather(1, topk_ids)
         if self.normalize:
             weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
@@ -568,9 +565,14 @@ class MoE(nn.Module):
         if ctx.balance_loss and not self.gate.hashed:  # hash layers have no learned choice to balance
             balance = sequence_balance_loss(scores, topk_ids, batch, seq_len, ctx)
         _keep(self, "balance_loss", balance)
+        # Counted once per token: not when activation checkpointing runs this forward again inside the
+        # backward pass (there the current graph task is the backward's, outside it -1).
         if _outside_backward():
             with torch.no_grad():
-                self.expert_load = torch.bincount(topk_ids.reshape(-1), minlength=scores.shape[-1]).float()
+                load = torch.bincount(topk_ids.reshape(-1), minlength=scores.shape[-1])
+                if self.training:
+                    self.gate.routed_tokens += load
+                self.expert_load = load.float()
         routed = self.experts(tokens, topk_ids, topk_weights.to(x.dtype))
         return (routed + self.shared_experts(tokens)).view(batch, seq_len, hidden)
 

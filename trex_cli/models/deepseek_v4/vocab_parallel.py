@@ -34,19 +34,14 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor, Shard
-from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
 
 from trex_cli.models.deepseek_v4 import kernels
+from trex_cli.models.deepseek_v4.initialization import owned_block
 
 # One token block's float32 logits of the local vocabulary slice: at most this many elements (64 MiB);
 # with the slice's width this decides the rows per block (at least one, at most _MAX_BLOCK_ROWS).
 _LOGITS_BUDGET_ELEMENTS = 1 << 24
 _MAX_BLOCK_ROWS = 8192
-
-
-def local_tensor(tensor: torch.Tensor) -> torch.Tensor:
-    """A DTensor's local shard (differentiable), or the tensor itself."""
-    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
 
 
 def _vocabulary_rows(weight: DTensor, what: str) -> tuple[torch.Tensor, int]:
@@ -57,8 +52,7 @@ def _vocabulary_rows(weight: DTensor, what: str) -> tuple[torch.Tensor, int]:
             f"vocab-parallel {what}: the weight must be split by vocabulary rows over one tensor-parallel mesh "
             f"dimension (placements (Shard(0),)); got placements {tuple(weight.placements)} over a {mesh.ndim}-D mesh"
         )
-    _, offset = compute_local_shape_and_global_offset(weight.shape, mesh, weight.placements)
-    return weight.to_local(), int(offset[0])
+    return weight.to_local(), owned_block(weight)[0].start
 
 
 def embedding(input_ids: torch.Tensor, weight: DTensor) -> torch.Tensor:
