@@ -40,7 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_synth.config import SynthConfig
-from data_synth.family import ALL_DIFFICULTIES, DIFFICULTIES, REPRESENTATIONS, ProblemFamily, Scenario
+from data_synth.family import (
+    ALL_DIFFICULTIES,
+    DIFFICULTIES,
+    REPRESENTATIONS,
+    ProblemFamily,
+    Scenario,
+    verify_highs_options,
+)
 from data_synth.files import write_json_atomic, write_text_atomic
 from data_synth.render import (
     GUROBIPY_SIZE_LIMIT,
@@ -301,8 +308,11 @@ def init_worker(config: SynthConfig, silence_stdout: bool = True) -> None:
         os.close(saved)
     _WorkerState.config = config
     # One program at a time per worker process: the pool is the parallelism.
+    # The reference programs' HiGHS runs with the verification solves' options (verify_highs_options: the
+    # same optimum, a third less HiGHS time); the programs themselves, as the SFT samples show them, set none.
     _WorkerState.sandbox = Sandbox(SandboxSettings(timeout=config.program_timeout, memory_mb=config.program_memory_mb,
-                                                   output_limit_kb=1024, workers=1))
+                                                   output_limit_kb=1024, workers=1,
+                                                   highs_defaults=verify_highs_options()))
     _WorkerState.sandbox.start()
     if silence_stdout:  # a pool worker: close the sandbox (and reap its server) when the worker exits
         from multiprocessing.util import Finalize

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_synth.family import MatrixModel, MatrixResult, ProblemFamily
+from data_synth.family import MatrixModel, MatrixResult, ProblemFamily, verify_highs_options
 from data_synth.render import parse_last_line, solver_name
 
 OBJECTIVE_RTOL = 1e-7
@@ -121,6 +121,7 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
         # one HiGHS thread per worker process: the pipeline parallelizes over problems, and HiGHS sizes
         # its process-wide scheduler at the first solve (the matrix path then shares it)
         solver.options["threads"] = 1
+        solver.options.update(verify_highs_options())
         results = solver.solve(model, load_solutions=False)
         if seconds is not None:
             seconds["pyomo_build"] = built - started
@@ -158,8 +159,8 @@ def _solve_appsi(model, time_limit: float, seconds: dict | None, started: float,
         solver = _appsi.solver = Highs()
         solver.config.load_solution = False
     # one HiGHS thread per worker process, as on the SolverFactory path
-    solver.highs_options = {"mip_rel_gap": 1e-9, "time_limit": float(time_limit), "threads": 1,
-                            "output_flag": False}
+    solver.highs_options = {"output_flag": False, "mip_rel_gap": 1e-9, "time_limit": float(time_limit), "threads": 1,
+                            **verify_highs_options()}
     results = solver.solve(model)
     if seconds is not None:
         seconds["pyomo_build"] = built - started
@@ -308,10 +309,7 @@ def solve_matrix_cbc(matrix: MatrixModel, time_limit: float = 30.0, preprocess: 
         mps, solution = os.path.join(folder, "check2.mps"), os.path.join(folder, "check2.sol")
         with open(mps, "w") as handle:
             handle.write(text)
-        command = [path, mps] + (["-max"] if matrix.sense == "max" else []) + ["-sec", str(max(1, int(time_limit)))]
-        command += [] if preprocess else ["-cuts", "off", "-preprocess", "off"]
-        command += ["-ratio", "1e-09", "-allow", "1e-09", "-threads", "1", "-timeMode", "elapsed", "-solve",
-                    "-printingOptions", "all", "-solution", solution]
+        command = cbc_command(path, mps, solution, matrix.sense, time_limit, preprocess)
         ended = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, check=False)
         if ended.returncode != 0 or not os.path.exists(solution):
@@ -327,6 +325,19 @@ def solve_matrix_cbc(matrix: MatrixModel, time_limit: float = 30.0, preprocess: 
                 value += values[position[j]] * cost
         return MatrixResult(status="optimal", objective=float(value) + matrix.objective_offset)
     return MatrixResult(status=status)
+
+
+def cbc_command(path: str, mps: str, solution: str, sense: str, time_limit: float, preprocess: bool) -> list[str]:
+    """CBC's command line for check 2, as PuLP's COIN_CMD writes it with gapRel = gapAbs = 1e-9 and no
+    `threads`. Not `-threads 1`: that is not "serial" but CBC's threaded branch and bound with one worker
+    thread, whose hand-over sometimes loses a wake-up and then waits out a 10-second condition timeout
+    with no CPU used (CBC 2.10 from PuLP's wheel: 2 of 300 runs of one small MILP took 10.0 s against
+    7 ms, the main thread in `CbcBaseModel::waitForThreadsInTree`, the worker in `CbcThread::waitThread`).
+    In `trex synth` that was 90% of check 2's time. Without the option CBC searches in its own thread."""
+    command = [path, mps] + (["-max"] if sense == "max" else []) + ["-sec", str(max(1, int(time_limit)))]
+    command += [] if preprocess else ["-cuts", "off", "-preprocess", "off"]
+    return command + ["-ratio", "1e-09", "-allow", "1e-09", "-timeMode", "elapsed", "-solve",
+                      "-printingOptions", "all", "-solution", solution]
 
 
 def _cbc_on_path() -> str:

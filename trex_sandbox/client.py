@@ -74,6 +74,9 @@ class SandboxSettings:
     max_processes: int = 64  # processes per program (enforced when programs run as their own user)
     workers: int = 0  # programs at once (0 = CPU cores)
     isolation: str = "auto"  # auto | bwrap | process
+    # HiGHS options set on every Highs instance a program makes, before its own (it may still change them):
+    # e.g. `trex synth` turns off HiGHS's feasibility-jump heuristic for its own reference programs
+    highs_defaults: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -321,6 +324,7 @@ class Sandbox:
             "child_environment": CHILD_ENVIRONMENT,
             "drop_privileges": drop,
             "landlock": {"readable": readable_paths(self.python)} if landlock else None,
+            "highs_defaults": dict(self.settings.highs_defaults),
         }
         environment = dict(CHILD_ENVIRONMENT, HOME="/tmp", TMPDIR="/tmp" if bwrap else str(self._host_root))
         server_script = SERVER_MOUNT if bwrap else str(SERVER_SCRIPT)

@@ -106,10 +106,11 @@ class _AfterImport:
         return spec
 
 
-def install_hooks(events_fd):
+def install_hooks(events_fd, highs_defaults=None):
     """Wrap the solve calls of every modeling library the server imported. Returns a function to call
     when the program has ended: it solves the last model the program built but never solved (the
-    Bench4Opt reference programs build a gurobipy model and only write it to a file)."""
+    Bench4Opt reference programs build a gurobipy model and only write it to a file). `highs_defaults`
+    (option -> value) is set on every HiGHS instance the program makes, before the program's own options."""
     emitted_events = []  # every event, nested ones included
     solves = []  # the program's own solve calls, in order
     built_models = []
@@ -168,6 +169,8 @@ def install_hooks(events_fd):
             # HiGHS's worker threads spin while they wait. A program may still raise it itself.
             try:
                 self.setOptionValue("threads", 1)
+                for option, value in (highs_defaults or {}).items():
+                    self.setOptionValue(option, value)
             except Exception:
                 pass
 
@@ -524,7 +527,7 @@ def run_child(root, job, request, settings):
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         sys.argv = ["program.py"]
         sys.path[0] = work
-        finish_hooks = install_hooks(events_fd)
+        finish_hooks = install_hooks(events_fd, settings.get("highs_defaults"))
 
         with open("program.py", encoding="utf-8") as stream:
             source = stream.read()

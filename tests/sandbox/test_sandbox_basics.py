@@ -115,3 +115,13 @@ def test_the_sandbox_counts_its_programs_cpu_time():
         assert after_first >= first.cpu_s
         second = fresh.run(busy)
         assert fresh.cpu_s >= after_first + second.cpu_s - 0.011  # counts are rounded to 10 ms ticks at most
+
+
+def test_highs_defaults_reach_every_highs_a_program_makes_and_the_program_may_override_them(sandbox):
+    option = "mip_heuristic_run_feasibility_jump"
+    reads = f"import highspy\nh = highspy.Highs()\nprint(h.getOptionValue({option!r})[1])\n"
+    overrides = f"import highspy\nh = highspy.Highs()\nh.setOptionValue({option!r}, True)\nprint(h.getOptionValue({option!r})[1])\n"
+    assert sandbox.run(reads).stdout.split()[-1] == "True"  # HiGHS's own default without the setting
+    with Sandbox(SandboxSettings(timeout=20, memory_mb=1024, workers=1, highs_defaults={option: False})) as tuned:
+        assert tuned.run(reads).stdout.split()[-1] == "False"
+        assert tuned.run(overrides).stdout.split()[-1] == "True"

@@ -13,7 +13,7 @@ from pulp.mps_lp import writeMPS
 
 from data_synth.families import all_families
 from data_synth.family import MatrixModel
-from data_synth.verify import _cbc_binary, _feasibility_only, build_matrix, cbc_mps, solve_matrix_cbc
+from data_synth.verify import _cbc_binary, _feasibility_only, build_matrix, cbc_command, cbc_mps, solve_matrix_cbc
 
 INF = math.inf
 
@@ -95,7 +95,7 @@ def test_the_direct_mps_is_pulps_for_every_family(tmp_path):
 
 def pulp_outcome(matrix: MatrixModel, preprocess: bool) -> tuple[int, int, float | None]:
     problem = pulp_problem(matrix)
-    problem.solve(pulp.COIN_CMD(path=_cbc_binary(), msg=False, gapRel=1e-9, gapAbs=1e-9, threads=1, timeLimit=30,
+    problem.solve(pulp.COIN_CMD(path=_cbc_binary(), msg=False, gapRel=1e-9, gapAbs=1e-9, timeLimit=30,
                                 cuts=None if preprocess else False,
                                 options=[] if preprocess else ["preprocess off"]))
     return problem.status, problem.sol_status, pulp.value(problem.objective)
@@ -117,3 +117,31 @@ def test_the_direct_cbc_run_reads_what_pulp_reads(preprocess):
             assert direct.objective == value + matrix.objective_offset
         else:
             assert status == {"infeasible": pulp.LpStatusInfeasible, "unbounded": pulp.LpStatusUnbounded}[expected]
+
+
+@pytest.mark.parametrize("preprocess", [True, False])
+@pytest.mark.parametrize("sense", ["min", "max"])
+def test_the_direct_cbc_command_is_pulps_without_threads(preprocess, sense, monkeypatch):
+    """The command line is the one PuLP's COIN_CMD runs with no `threads`: `-threads 1` would put CBC in its
+    threaded search, which sometimes stalls 10 s on a lost wake-up (see `cbc_command`)."""
+    import subprocess
+
+    matrix = edge_cases()
+    matrix.sense = sense
+    seen = []
+    real_popen = subprocess.Popen
+
+    def capture(args, *rest, **kwargs):
+        seen.append(list(args))
+        return real_popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(pulp.apis.coin_api.subprocess, "Popen", capture)
+    problem = pulp_problem(matrix)
+    problem.solve(pulp.COIN_CMD(path=_cbc_binary(), msg=False, gapRel=1e-9, gapAbs=1e-9, timeLimit=30,
+                                cuts=None if preprocess else False,
+                                options=[] if preprocess else ["preprocess off"]))
+    (pulps,) = seen
+    mps, solution = pulps[1], pulps[pulps.index("-solution") + 1]
+    ours = cbc_command(_cbc_binary(), mps, solution, sense, 30, preprocess)
+    assert "-threads" not in ours
+    assert sorted(ours) == sorted(pulps)  # the same options (PuLP orders its gap options differently)

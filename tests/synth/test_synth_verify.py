@@ -8,9 +8,10 @@ import re
 import pytest
 
 from data_synth.families import get_family
-from data_synth.family import MatrixModel, fmt
+from data_synth.family import VERIFY_HIGHS_OPTIONS, MatrixModel, fmt, verify_highs_options
 from data_synth.render import program_data, render_program
 from data_synth.verify import (
+    build_matrix,
     check_second_solver,
     check_solution,
     instance_numbers,
@@ -239,7 +240,7 @@ def _solve_through_solver_factory(family, data):
     exec(family.model_code_for(data), namespace)
     model = namespace["model"]
     solver = pyo.SolverFactory("appsi_highs")
-    solver.options.update({"mip_rel_gap": 1e-9, "time_limit": 30.0, "threads": 1})
+    solver.options.update({"mip_rel_gap": 1e-9, "time_limit": 30.0, "threads": 1, **verify_highs_options()})
     results = solver.solve(model, load_solutions=False)
     if results.solver.termination_condition != pyo.TerminationCondition.optimal:
         return str(results.solver.termination_condition), None, {}
@@ -264,3 +265,29 @@ def test_check_1_reads_what_the_solver_factory_path_reads(name):
         if infeasible is not None:
             assert solve_pyomo(family, infeasible).status == "infeasible"
             assert solve_pyomo(family, data).objective == outcome.objective
+
+
+def test_every_verification_solve_runs_highs_without_feasibility_jump(monkeypatch):
+    # checks 1 and 2 (both of check 1's paths, and the matrix solve) set the verification options on their HiGHS
+    import highspy
+
+    assert verify_highs_options() == VERIFY_HIGHS_OPTIONS == {"mip_heuristic_run_feasibility_jump": False}
+    real = highspy.Highs.setOptionValue
+    set_on = []
+
+    def recording(self, option, value):
+        set_on.append((option, value))
+        return real(self, option, value)
+
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", recording)
+    family = get_family("knapsack_01")  # a MILP: appsi path
+    data = family.sample(random.Random(5), "small", family.scenarios[0])
+    for solve in (lambda: solve_pyomo(family, data), lambda: MatrixModel.solve(build_matrix(family, data), 30)):
+        set_on.clear()
+        assert solve().status == "optimal"
+        assert ("mip_heuristic_run_feasibility_jump", False) in set_on
+    qp = get_family("portfolio_qp")  # a QP: check 1 through SolverFactory("highs")
+    data = qp.sample(random.Random(5), "small", qp.scenarios[0])
+    set_on.clear()
+    assert solve_pyomo(qp, data).status == "optimal"
+    assert ("mip_heuristic_run_feasibility_jump", False) in set_on
