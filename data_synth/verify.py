@@ -23,7 +23,9 @@
    data: in "text" and "table" statements every number of the instance appears verbatim (a fraction may
    be written as a percentage); a "file" statement names every key of data.json the model reads.
 
-`verify_instance` runs them in order and stops at the first failure, whose name is the reject reason.
+`verify_instance` runs them in order and stops at the first failure, whose name is the reject reason. Check
+3's program starts in the sandbox (another process) before check 1 and runs while checks 1 and 2 solve in
+this one, so each worker keeps two cores' worth of work going; its outcome is judged in order, after check 2.
 """
 
 from __future__ import annotations
@@ -507,14 +509,45 @@ def check_statement(family: ProblemFamily, data: dict, statement: str, represent
 
 # ------------------------------------------------------------------------------------------- check 3
 
+class ProgramRun:
+    """Check 3's program running in the sandbox, waited for on a thread of its own (the thread only waits:
+    the program runs in the sandbox's process), so the caller can solve checks 1 and 2 meanwhile.
+    `seconds["program"]` receives its wall time."""
+
+    def __init__(self, sandbox, program: str, program_data: dict | None, timeout: float, seconds: dict) -> None:
+        inline = {"data.json": json.dumps(program_data)} if program_data is not None else None
+        self._outcome = None
+        self._done = threading.Event()
+
+        def run() -> None:
+            started = time.perf_counter()
+            try:
+                self._outcome = sandbox.run(program, inline_files=inline, timeout=timeout)
+            except BaseException as error:  # handed to the caller by `result`
+                self._outcome = error
+            finally:
+                seconds["program"] = time.perf_counter() - started
+                self._done.set()
+
+        threading.Thread(target=run, name="trex-check-3", daemon=True).start()
+
+    def result(self):
+        """The program's `ExecutionResult` once it has ended (the sandbox's error, if it failed, raised here)."""
+        self._done.wait()
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        return self._outcome
+
+    def wait(self) -> None:
+        """Let the program end without looking at it (a check before check 3 failed)."""
+        self._done.wait()
+
+
 def check_program(sandbox, program: str, program_data: dict | None, expected: str, objective: float | None,
-                  timeout: float, seconds: dict) -> Check:
-    """Check 3: run the rendered program; its recorded solve and its last line must both agree with
-    check 1 (`expected` status, `objective` when optimal)."""
-    started = time.perf_counter()
-    inline = {"data.json": json.dumps(program_data)} if program_data is not None else None
-    run = sandbox.run(program, inline_files=inline, timeout=timeout)
-    seconds["program"] = time.perf_counter() - started
+                  timeout: float, seconds: dict, running: ProgramRun | None = None) -> Check:
+    """Check 3: run the rendered program (or take `running`, the same program started earlier); its recorded
+    solve and its last line must both agree with check 1 (`expected` status, `objective` when optimal)."""
+    run = (running or ProgramRun(sandbox, program, program_data, timeout, seconds)).result()
     if run.timed_out:
         return Check("program_agrees", False, f"the program ran past {timeout} s")
     if not run.exit_ok:
@@ -553,12 +586,22 @@ def verify_instance(family: ProblemFamily, data: dict, program: str, program_dat
     """Run checks 1 to 5 (without duplicates), and 6 when `statement` (written in `representation`) is
     given, on one instance; stops at the first failure. `sandbox` is a started `trex_sandbox.Sandbox`."""
     result = Verification()
-    checks = result.checks
     if statement is not None:
-        checks.append(check_statement(family, data, statement, representation or "text"))
-        if not checks[-1].passed:
+        result.checks.append(check_statement(family, data, statement, representation or "text"))
+        if not result.checks[-1].passed:
             return result
+    running = ProgramRun(sandbox, program, program_data, program_timeout, result.seconds)
+    verified = _verify_started(family, data, program, program_data, sandbox, expect_infeasible, program_timeout,
+                               solver_time_limit, result, running)
+    running.wait()  # a failure before check 3 still lets the program end: no run outlives its candidate
+    return verified
 
+
+def _verify_started(family: ProblemFamily, data: dict, program: str, program_data: dict | None, sandbox,
+                    expect_infeasible: bool, program_timeout: float, solver_time_limit: float,
+                    result: Verification, running: ProgramRun) -> Verification:
+    """`verify_instance` from check 1 on, with check 3's program already `running`."""
+    checks = result.checks
     pyomo = solve_pyomo(family, data, solver_time_limit, result.seconds)
     expected = "infeasible" if expect_infeasible else "optimal"
     if pyomo.status == "error":
@@ -596,7 +639,7 @@ def verify_instance(family: ProblemFamily, data: dict, program: str, program_dat
         return result
 
     checks.append(check_program(sandbox, program, program_data, expected, pyomo.objective, program_timeout,
-                                result.seconds))
+                                result.seconds, running))
     if not checks[-1].passed:
         return result
 

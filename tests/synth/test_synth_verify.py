@@ -291,3 +291,48 @@ def test_every_verification_solve_runs_highs_without_feasibility_jump(monkeypatc
     set_on.clear()
     assert solve_pyomo(qp, data).status == "optimal"
     assert ("mip_heuristic_run_feasibility_jump", False) in set_on
+
+
+class _SandboxSpy:
+    """The sandbox with its runs' starts and ends recorded."""
+
+    def __init__(self, sandbox):
+        import threading
+
+        self.sandbox, self.events, self.started = sandbox, [], threading.Event()
+
+    def run(self, *args, **kwargs):
+        self.events.append("run started")
+        self.started.set()
+        outcome = self.sandbox.run(*args, **kwargs)
+        self.events.append("run ended")
+        return outcome
+
+
+def test_check_3_program_runs_while_check_1_solves_and_ends_before_the_verdict(sandbox, monkeypatch):
+    import data_synth.verify as verify
+
+    family, data = production_mix()
+    program = render_program(family, data, "file")
+    spy = _SandboxSpy(sandbox)
+    real_solve = verify.solve_pyomo
+
+    def solve_once_the_program_runs(*args, **kwargs):
+        # sequential checks would start the program only after this returns: the wait would time out
+        assert spy.started.wait(30), "check 3's program did not start while check 1 was solving"
+        spy.events.append("check 1 solved")
+        return real_solve(*args, **kwargs)
+
+    monkeypatch.setattr(verify, "solve_pyomo", solve_once_the_program_runs)
+    result = verify_instance(family, data, program, program_data(data, "file"), spy)
+    assert result.passed and spy.events[0] == "run started" and "run ended" in spy.events
+    assert result.seconds["program"] > 0
+
+    # a failure before check 3 still waits for the program: no run outlives its candidate
+    spy.events.clear()
+    spy.started.clear()
+    monkeypatch.setattr(verify, "solve_pyomo", lambda *args, **kwargs: (
+        spy.started.wait(30), verify.PyomoOutcome(status="error", error="planted"))[1])
+    result = verify_instance(family, data, program, program_data(data, "file"), spy)
+    assert result.reject_reason == "pyomo_optimal"
+    assert spy.events == ["run started", "run ended"]
