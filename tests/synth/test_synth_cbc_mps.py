@@ -13,7 +13,14 @@ from pulp.mps_lp import writeMPS
 
 from data_synth.families import all_families
 from data_synth.family import MatrixModel
-from data_synth.verify import _cbc_binary, _feasibility_only, build_matrix, cbc_command, cbc_mps, solve_matrix_cbc
+from data_synth.verify import (
+    _cbc_binary,
+    _feasibility_only,
+    build_matrix,
+    cbc_command,
+    cbc_mps,
+    solve_matrix_cbc,
+)
 
 INF = math.inf
 
