@@ -32,6 +32,20 @@ LAYOUTS = {
     # expert-tensor parallel: attention 2-way TP x 2-way FSDP; each routed expert split over the 2 tensor
     # ranks (w1/w3 by rows, w2 by columns), the experts 2-way EP over the data ranks
     "tp2_ep2_etp2": ("4", ["train.parallel.tp=2", "train.parallel.ep=2", "train.parallel.etp=2"]),
+    # sequence parallel: between attention and the shared expert each tensor rank holds 16 of the 32
+    # positions (norms, mHC, router, routed experts, MTP projections), gathered before attention and
+    # reduce-scattered after wo_b / the shared expert's w2
+    "tp2_sp": ("2", ["train.parallel.tp=2", "train.parallel.sequence_parallel=true"]),
+    # ... with the experts 4-way EP over all ranks, each tensor rank routing its own positions
+    "tp2_dp2_ep4_sp": ("4", ["train.parallel.tp=2", "train.parallel.ep=4", "train.parallel.sequence_parallel=true"]),
+    # ... with pipeline stages passing each tensor rank's part of the streams
+    "pp2_tp2_sp": ("4", ["train.parallel.pp=2", "train.parallel.tp=2", "train.parallel.sequence_parallel=true"]),
+    # ... with expert-tensor parallel: each expert slice gathers the tensor ranks' positions, reduce-scatters after
+    "tp2_ep2_etp2_sp": (
+        "4", ["train.parallel.tp=2", "train.parallel.ep=2", "train.parallel.etp=2", "train.parallel.sequence_parallel=true"]
+    ),
+    # ... with context parallel: each context chunk of 16 positions split 8 / 8 over the tensor ranks
+    "cp2_tp2_sp": ("4", ["train.parallel.cp=2", "train.parallel.tp=2", "train.parallel.sequence_parallel=true"]),
 }
 
 

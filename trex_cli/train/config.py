@@ -67,6 +67,13 @@ class ParallelSection:
     # micro-batch (one collective per micro-batch, but only sharded gradients are kept); pipelined
     # layouts always reduce once per step (each stage after its last micro-batch's backward)
     gradient_sync: Literal["step", "micro_batch"] = "step"
+    # Megatron's sequence parallel, with tp > 1 (nothing with tp = 1): between the tensor-parallel regions
+    # (attention, the shared expert, the vocab-parallel embedding and head) each tensor rank holds
+    # seq_len / tp of every row's tokens (the mHC streams, the norms, the mHC mixing, the router and the
+    # routed experts), gathered along the sequence before a region and reduce-scattered after it; the
+    # sequence length must then be a multiple of tp x cp (`parallelize.py`). `trex plan --out` turns it on
+    # whenever tp > 1, as the planner's memory model assumes
+    sequence_parallel: bool = False
 
 
     def __post_init__(self) -> None:
