@@ -161,6 +161,16 @@ def test_sequence_length_tp_does_not_divide_is_refused():
     assert not ParallelDims(tp=1, sequence_parallel=True).sequence_parallel_on
 
 
+def test_sequence_parallel_is_on_by_default_and_reaches_the_layout():
+    from trex_cli.train.config import ParallelSection
+    from trex_cli.train.parallel_dims import ParallelDims
+
+    assert ParallelSection().sequence_parallel is True  # as the planner's memory model assumes
+    assert ParallelDims.from_section(ParallelSection(tp=2), 2).sequence_parallel_on
+    assert not ParallelDims.from_section(ParallelSection(tp=2, sequence_parallel=False), 2).sequence_parallel_on
+    assert not ParallelDims.from_section(ParallelSection(), 2).sequence_parallel_on  # tp 1
+
+
 def test_sequence_parallel_replaces_the_expert_token_split():
     from trex_cli.train.parallel_dims import ParallelDims
 

@@ -71,9 +71,10 @@ class ParallelSection:
     # (attention, the shared expert, the vocab-parallel embedding and head) each tensor rank holds
     # seq_len / tp of every row's tokens (the mHC streams, the norms, the mHC mixing, the router and the
     # routed experts), gathered along the sequence before a region and reduce-scattered after it; the
-    # sequence length must then be a multiple of tp x cp (`parallelize.py`). `trex plan --out` turns it on
-    # whenever tp > 1, as the planner's memory model assumes
-    sequence_parallel: bool = False
+    # sequence length must then be a multiple of tp x cp (`parallelize.py`). On by default, as the
+    # planner's memory model assumes (and `trex plan --out` writes); false runs those parts on every
+    # token on every tensor rank
+    sequence_parallel: bool = True
 
 
     def __post_init__(self) -> None:
