@@ -178,3 +178,22 @@ def test_sequence_parallel_replaces_the_expert_token_split():
     assert not ParallelDims(dp_shard=2, tp=2, ep=4, sequence_parallel=True).experts_split_tokens_over_tp
     assert ParallelDims(dp_shard=2, tp=2, ep=4).routing_replicas == 2
     assert ParallelDims(dp_shard=2, tp=2, ep=4, sequence_parallel=True).routing_replicas == 1
+
+
+def test_a_sequence_tp_does_not_divide_is_one_line_before_any_rank_starts(tmp_path):
+    import subprocess
+
+    from conftest import TINY_FP32, make_data_folder, trex_command, trex_environment
+
+    data = make_data_folder(tmp_path / "data", "cpt", rows=8, seq_len=31)
+    command = trex_command("train", "cpt", "--data", str(data), "--run-dir", str(tmp_path / "run"), *TINY_FP32,
+                           "--nproc", "2", "--set", "train.parallel.tp=2")
+    wrong = subprocess.run(command, env=trex_environment(), capture_output=True, text=True, timeout=600)
+    assert wrong.returncode == 1, wrong.stderr
+    squeezed = "".join(wrong.stderr.split())
+    expected = ("error: [train.parallel] sequence_parallel = true splits each row's 31 positions (the data's seq_len) "
+                "over tp = 2 ranks, which does not divide 31; rebuild the data with a seq_len that is a multiple of 2, "
+                "or set [train.parallel] sequence_parallel = false")
+    assert "".join(expected.split()) in squeezed, wrong.stderr
+    assert wrong.stderr.count("error:") == 1 and "Traceback" not in wrong.stderr
+    assert not (tmp_path / "run" / "train" / "cpt").exists()

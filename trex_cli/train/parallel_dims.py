@@ -15,7 +15,10 @@ layout, TP2 PP8 EP64 on 512 ranks, gives each stage 32 DP x 2 TP = 64 ranks, one
 ranks hold the same tokens, so under EP the MoE layer hands each of them a distinct part of the tokens
 before the dispatch and gathers the outputs after it (what sequence parallel would do for the whole
 block): then every rank of a stage routes different tokens, whichever expert group it falls in, and the
-expert gradients sum over `edp`. `experts_split_tokens_over_tp` says when.
+expert gradients sum over `edp`. `experts_split_tokens_over_tp` says when. Under sequence parallel
+(`sequence_parallel`, `parallelize.apply_sequence_parallel`) the tensor ranks already hold different
+tokens there, so the split is not made again; the sequence length must then split over tp x cp
+(`check_sequence_length`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ trainer applies it to a model on the meta device, whose shards get storage and w
    instead (parallel folding: `parallel_dims.py`);
 2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
    with expert-TP 1 an expert group may span tensor ranks, which then split their shared tokens before
-   dispatch; with expert-TP = TP each expert is split over the tensor ranks, `expert_parallel.py`);
+   dispatch unless sequence parallel already gave each its own; with expert-TP = TP each expert is split
+   over the tensor ranks, `expert_parallel.py`);
+   then sequence parallel (`[train.parallel] sequence_parallel`, on by default with tp > 1), which
+   needs both in place: see below;
 3. activation checkpointing (full: every block; selective: every n-th block; or the chosen parts of
    every block: attention, MoE, the mHC mixing);
 4. FSDP2 `fully_shard`: each block is one unit, routed experts under EP / ETP get their own unit on the
@@ -36,6 +39,28 @@ never gathers the logits: `models/deepseek_v4/vocab_parallel.py` reduces the max
 exponentials and the target logit over the TP ranks. A call of the head module (logits asked for by
 name: evaluation, generation) gathers the slices into whole-vocabulary logits. The MTP block shares
 both, so it needs nothing of its own.
+
+Sequence parallel (Megatron's, `apply_sequence_parallel`): without it every TP rank runs the norms, the
+mHC mixing, the router and the routed experts (without EP) on every token of its rows. With it, between
+the tensor-parallel regions each TP rank holds its tp-th of every row's positions (Shard(1) of
+[B, S, ...]; under context parallel its tp-th of the chunk):
+
+    embed (reduce-scatter) -> [mHC pre, attn_norm] -> gather -> attention -> wo_b (reduce-scatter)
+      -> [mHC post, mHC pre, ffn_norm, router, routed experts] + gather -> shared expert -> w2 (reduce-scatter)
+      -> [mHC post] ... -> [mHC head, final norm] -> gather -> vocab-parallel head and loss
+
+(brackets: on the local positions). The gathers are torch's `PrepareModuleInput` / `PrepareModuleOutput`
+(Shard -> Replicate), the reduce-scatters `RowwiseParallel(output_layouts=Shard(...))` and the
+vocab-parallel embedding's own. Inside the regions the gradients reaching a gathered input are already
+summed over the TP ranks (see above), so each gather's backward keeps this rank's part. What reads
+per-token inputs on the local positions gets them cut to match: the MoE's hash routing (input ids) and
+its sequence-wise balance loss (counts over the TP ranks, whole-row length; the rank's part is summed
+over TP so every rank holds the whole loss, whose backward reaches each rank's own positions). Position
+ids, document masks and the loss's targets are read only inside the regions, on every position, so they
+stay whole. The routed-token counts stay per rank (the bias update divides by
+`ParallelDims.routing_replicas`). Parameters used on the local positions only (norms, mHC, router, MTP
+projections, the routed experts unless EP places them) get each rank's part of their gradient:
+`SequenceParallelGradients` sums them over TP once per step, before the gradient norm.
 """
 
 from __future__ import annotations
