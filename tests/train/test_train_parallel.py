@@ -43,6 +43,11 @@ LAYOUTS = {
     "tp2_dp2_ep4_sp": ("4", ["train.parallel.tp=2", "train.parallel.ep=4", "train.parallel.sequence_parallel=true"]),
     # ... with pipeline stages passing each tensor rank's part of the streams
     "pp2_tp2_sp": ("4", ["train.parallel.pp=2", "train.parallel.tp=2", "train.parallel.sequence_parallel=true"]),
+    # ... with interleaved 1F1B (2 virtual stages per pipeline rank)
+    "pp2_interleaved_tp2_sp": ("4", [
+        "train.parallel.pp=2", 'train.parallel.pp_schedule="Interleaved1F1B"', "train.parallel.pp_virtual_stages=2",
+        "train.parallel.tp=2", "train.parallel.sequence_parallel=true",
+    ]),
     # ... with expert-tensor parallel: each expert slice gathers the tensor ranks' positions, reduce-scatters after
     "tp2_ep2_etp2_sp": (
         "4", ["train.parallel.tp=2", "train.parallel.ep=2", "train.parallel.etp=2", "train.parallel.sequence_parallel=true"]
