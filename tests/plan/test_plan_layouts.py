@@ -151,6 +151,10 @@ def test_cli_prints_the_planners_best_pro_layout(tmp_path):
     # the fragment is a valid recipe (its [plan] and [mindspeed] tables validate)
     recipe = load_recipe(fragment)
     assert recipe.section("mindspeed").tp == best["layout"]["tp"]
+    # the native engine's table asks for the sequence parallel the memory estimate assumed
+    parallel = recipe.section("train").parallel
+    assert parallel.tp == best["layout"]["tp"] > 1 and parallel.sequence_parallel is True
+    assert "sequence_parallel = true" in fragment.read_text()
     assert recipe.section("plan").check.count(",") == 5
 
 

@@ -10,20 +10,23 @@ import json
 import pytest
 from conftest import TINY_FP32, losses, make_data_folder, run_trex
 
+# tensor-parallel layouts without sequence parallel (on by default): every token on every tensor rank
+NO_SP = "train.parallel.sequence_parallel=false"
+
 LAYOUTS = {
     "fsdp2": ("2", []),
     "ep2": ("2", ["train.parallel.ep=2", "train.parallel.dp_replicate=2"]),
-    "tp2": ("2", ["train.parallel.tp=2"]),
+    "tp2": ("2", ["train.parallel.tp=2", NO_SP]),
     "pp2": ("2", ["train.parallel.pp=2"]),
     # 2 ranks x 2 virtual stages: layers [0, 1] [2, 3] [4] [] + head and MTP, rank 0 holds stages 0 and 2
     "pp2_interleaved": ("2", ["train.parallel.pp=2", 'train.parallel.pp_schedule="Interleaved1F1B"', "train.parallel.pp_virtual_stages=2"]),
     "pp2_fsdp2": ("4", ["train.parallel.pp=2"]),  # 2 stages, each a 2-way FSDP group
     "fsdp4_ep2": ("4", ["train.parallel.ep=2"]),  # experts: 2-way EP x 2-way FSDP; the rest: 4-way FSDP
-    "pp2_tp2": ("4", ["train.parallel.pp=2", "train.parallel.tp=2"]),  # each stage 2-way TP
+    "pp2_tp2": ("4", ["train.parallel.pp=2", "train.parallel.tp=2", NO_SP]),  # each stage 2-way TP
     "pp2_ep2": ("4", ["train.parallel.pp=2", "train.parallel.ep=2"]),  # each stage: experts 2-way EP, the rest 2-way FSDP
     # EP spanning TP x DP (Megatron's expert model parallel): attention 2-way TP x 2-way FSDP, experts 4-way EP
     # over all four ranks, each tensor rank routing its half of the tokens
-    "tp2_dp2_ep4": ("4", ["train.parallel.tp=2", "train.parallel.ep=4"]),
+    "tp2_dp2_ep4": ("4", ["train.parallel.tp=2", "train.parallel.ep=4", NO_SP]),
     # context parallel: each row's 32 positions in two chunks of 16 (the tiny window is 16: rank 1's
     # window reaches into rank 0's chunk); with FSDP the 4 ranks are 2 data x 2 context ranks
     "cp2": ("2", ["train.parallel.cp=2"]),
@@ -31,7 +34,29 @@ LAYOUTS = {
     "pp2_cp2": ("4", ["train.parallel.pp=2", "train.parallel.cp=2"]),  # each stage on 2 context ranks
     # expert-tensor parallel: attention 2-way TP x 2-way FSDP; each routed expert split over the 2 tensor
     # ranks (w1/w3 by rows, w2 by columns), the experts 2-way EP over the data ranks
-    "tp2_ep2_etp2": ("4", ["train.parallel.tp=2", "train.parallel.ep=2", "train.parallel.etp=2"]),
+    "tp2_ep2_etp2": ("4", ["train.parallel.tp=2", "train.parallel.ep=2", "train.parallel.etp=2", NO_SP]),
+    # sequence parallel: between attention and the shared expert each tensor rank holds 16 of the 32
+    # positions (norms, mHC, router, routed experts, MTP projections), gathered before attention and
+    # reduce-scattered after wo_b / the shared expert's w2
+    "tp2_sp": ("2", ["train.parallel.tp=2", "train.parallel.sequence_parallel=true"]),
+    # ... with the experts 4-way EP over all ranks, each tensor rank routing its own positions
+    "tp2_dp2_ep4_sp": ("4", ["train.parallel.tp=2", "train.parallel.ep=4", "train.parallel.sequence_parallel=true"]),
+    # ... with pipeline stages passing each tensor rank's part of the streams
+    "pp2_tp2_sp": ("4", ["train.parallel.pp=2", "train.parallel.tp=2", "train.parallel.sequence_parallel=true"]),
+    # ... with interleaved 1F1B (2 virtual stages per pipeline rank)
+    "pp2_interleaved_tp2_sp": ("4", [
+        "train.parallel.pp=2", 'train.parallel.pp_schedule="Interleaved1F1B"', "train.parallel.pp_virtual_stages=2",
+        "train.parallel.tp=2", "train.parallel.sequence_parallel=true",
+    ]),
+    # ... with expert-tensor parallel: each expert slice gathers the tensor ranks' positions, reduce-scatters after
+    "tp2_ep2_etp2_sp": (
+        "4", ["train.parallel.tp=2", "train.parallel.ep=2", "train.parallel.etp=2", "train.parallel.sequence_parallel=true"]
+    ),
+    # ... with context parallel: each context chunk of 16 positions split 8 / 8 over the tensor ranks
+    "cp2_tp2_sp": ("4", ["train.parallel.cp=2", "train.parallel.tp=2", "train.parallel.sequence_parallel=true"]),
+    # ... on by default, with attention, MoE and mHC recomputed in the backward pass (the gather before
+    # attention and the MoE's hooks run again there)
+    "tp2_recompute_sp": ("2", ["train.parallel.tp=2", 'train.parallel.activation_checkpoint=["attention", "moe", "mhc"]']),
 }
 
 
@@ -61,10 +86,14 @@ def test_layout_matches_single_process(layout, single_process_run, tmp_path):
     nproc, settings = LAYOUTS[layout]
     overrides = [arg for setting in settings for arg in ("--set", setting)]
     run_dir = tmp_path / layout
-    run_trex("train", "cpt", "--data", str(data), "--run-dir", str(run_dir), "--nproc", nproc, *TINY_FP32, *overrides)
+    result = run_trex("train", "cpt", "--data", str(data), "--run-dir", str(run_dir), "--nproc", nproc, *TINY_FP32, *overrides)
+    if "tp" in layout:  # the layout the engine ran has sequence parallel on, or off, as named
+        shown = f"'sequence_parallel': {layout.endswith('_sp')}"
+        assert shown in " ".join(result.stdout.split()), f"{layout}: no {shown} in\n{result.stdout[-2000:]}"
     parallel = losses(run_dir / "train" / "cpt")
     assert len(parallel) == len(reference) == 10
     worst = max(abs(a - b) / abs(a) for a, b in zip(reference, parallel, strict=True))
+    print(f"{layout}: worst relative loss difference {worst:.2e}")
     assert worst < 1e-5, f"{layout}: worst relative loss difference {worst:.2e}\n{reference}\n{parallel}"
     # the gradient norm (clipping scales by it; AdamW hides a wrong count of shards from the loss) too
     norms, reference_norms = grad_norms(run_dir / "train" / "cpt"), grad_norms(single_folder)

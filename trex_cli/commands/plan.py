@@ -63,6 +63,8 @@ def _fragment(evaluation, job, plan, cluster_name: str) -> str:
     parallel = {"tp": layout.tp, "pp": layout.pp, "ep": layout.ep, "etp": layout.etp, "cp": layout.cp,
                 "dp_replicate": 1, "dp_shard": -1, "pp_schedule": "Interleaved1F1B" if virtual > 1 else "1F1B",
                 "pp_virtual_stages": virtual, "noop_layer_slots": list(layout.noop_layers),
+                # the planner's activation memory splits token-sized activations over tp with it
+                "sequence_parallel": layout.sequence_parallel and layout.tp > 1,
                 # the native engine's swap moves AdamW's moments to the host (the fp32_master precision's 8
                 # optimizer bytes per element), as the planner's swap does
                 "swap_optimizer": layout.optimizer_swap}

@@ -66,6 +66,9 @@ class TrainStage(Stage):
             # the ranks would each find a wrong layout and bury it in their tracebacks: check it here, once
             dims = ParallelDims.from_section(job.train.parallel, self.nproc)
             dims.check_engine_supports()
+            meta = job.data_folder / "meta.json"
+            if meta.is_file():  # sequence parallel splits every row's positions over tp (x cp)
+                dims.check_sequence_length(int(json.loads(meta.read_text())["seq_len"]))
             check_batch_sizes(job.schedule.global_batch_size, job.schedule.micro_batch_size, dims.dp,
                               f"[train.{self.stage}] with --nproc {self.nproc}")
             if stage_folder_of(job, force).prepare() is StageState.DONE:

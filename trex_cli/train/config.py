@@ -67,6 +67,14 @@ class ParallelSection:
     # micro-batch (one collective per micro-batch, but only sharded gradients are kept); pipelined
     # layouts always reduce once per step (each stage after its last micro-batch's backward)
     gradient_sync: Literal["step", "micro_batch"] = "step"
+    # Megatron's sequence parallel, with tp > 1 (nothing with tp = 1): between the tensor-parallel regions
+    # (attention, the shared expert, the vocab-parallel embedding and head) each tensor rank holds
+    # seq_len / tp of every row's tokens (the mHC streams, the norms, the mHC mixing, the router and the
+    # routed experts), gathered along the sequence before a region and reduce-scattered after it; the
+    # sequence length must then be a multiple of tp x cp (`parallelize.py`). On by default, as the
+    # planner's memory model assumes (and `trex plan --out` writes); false runs those parts on every
+    # token on every tensor rank
+    sequence_parallel: bool = True
 
 
     def __post_init__(self) -> None:

@@ -22,7 +22,8 @@ class ExpertBiasUpdate:
     """The hook (`optimizer.register_step_pre_hook(update)`) for the gates `model` holds.
 
     `replicas`: how many ranks count the same tokens (tensor-parallel ranks run every token of their
-    data rank); the counts are summed over the world and divided by it. A pipeline stage holds only its
+    data rank, unless sequence parallel gives each its own part: `ParallelDims.routing_replicas`); the
+    counts are summed over the world and divided by it. A pipeline stage holds only its
     blocks' gates: each row of the summed table is the whole model's block (`routed_gate_rows`), so the
     stages' rows do not mix."""
 

@@ -23,6 +23,13 @@ router's choices) before step 1 and the layer's output is gathered over the tens
 so every token is routed once. The gradients there are those of a replicated activation (the same on
 every tensor rank): the gather's backward keeps this rank's rows, the split's gathers the rows back.
 
+Under sequence parallel (`[train.parallel] sequence_parallel`) the tensor ranks hold different tokens
+at the MoE layer already, so nothing is split: each routes its own. With expert-tensor parallel too,
+each etp rank gathers the etp group's tokens (and router choices) before the dispatch and keeps its own
+rows of the summed partial outputs after it (a reduce-scatter; backward the reverse), Megatron's
+all-gather / reduce-scatter around the experts. The shared expert then runs after the dispatch (its
+own tensor-parallel gather and reduce-scatter are not overlapped with it).
+
 Expert-tensor parallel (`etp = tp`, Megatron's ETP): the etp group is the tensor group, whose ranks
 hold the same tokens. Each expert's w1/w3 are split by rows of the intermediate dim and w2 by its
 columns over etp (DTensors on the (ep, etp) mesh, `Shard(0)` then `Shard` of the intermediate dim).
@@ -146,6 +153,48 @@ class _ReduceFromExpertTensorRanks(torch.autograd.Function):
         return grad, None
 
 
+def _gather_equal_rows(part: torch.Tensor, group) -> torch.Tensor:
+    whole = part.new_empty((part.shape[0] * dist.get_world_size(group), *part.shape[1:]))
+    dist.all_gather_into_tensor(whole, part.contiguous(), group=group)
+    return whole
+
+
+def _reduce_scatter_equal_rows(whole: torch.Tensor, group) -> torch.Tensor:
+    part = whole.new_empty((whole.shape[0] // dist.get_world_size(group), *whole.shape[1:]))
+    dist.reduce_scatter_tensor(part, whole.contiguous(), op=dist.ReduceOp.SUM, group=group)
+    return part
+
+
+class _GatherFromSequenceRanks(torch.autograd.Function):
+    """Sequence parallel under expert-tensor parallel: forward, every etp rank's own rows (equal counts)
+    concatenated in rank order; backward, the sum over the etp ranks of the partial gradients each slice
+    of the experts gives, this rank's rows of it (a reduce-scatter)."""
+
+    @staticmethod
+    def forward(ctx, part, group):
+        ctx.group = group
+        return _gather_equal_rows(part, group)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _reduce_scatter_equal_rows(grad, ctx.group), None
+
+
+class _ReduceScatterToSequenceRanks(torch.autograd.Function):
+    """Sequence parallel under expert-tensor parallel: forward, the sum over the etp ranks of each slice's
+    partial output, this rank's rows of it; backward, every rank's rows' gradients gathered (each
+    partial output fed every rank's rows)."""
+
+    @staticmethod
+    def forward(ctx, partial, group):
+        ctx.group = group
+        return _reduce_scatter_equal_rows(partial, group)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _gather_equal_rows(grad, ctx.group), None
+
+
 class ExpertParallelExperts(nn.Module):
     """This rank's slice of a layer's routed experts plus the dispatch and combine around them."""
 
@@ -156,11 +205,16 @@ class ExpertParallelExperts(nn.Module):
         shared: SharedExpertOverlap | None = None,
         tp_mesh: DeviceMesh | None = None,
         ep_etp_mesh: DeviceMesh | None = None,
+        sequence_parallel: bool = False,
     ):
         """`ep_etp_mesh`: the expert mesh's (ep, etp) dimensions, for expert-tensor parallel (the
         weights are then split over etp along the dims the experts module's `tensor_parallel_dims`
-        names); None keeps each expert whole."""
+        names); None keeps each expert whole. `sequence_parallel`: each tensor (= etp) rank holds its
+        own tokens, so under expert-tensor parallel they are gathered over etp first."""
         super().__init__()
+        if sequence_parallel and tp_mesh is not None:
+            raise ValueError("sequence parallel gives each tensor rank its own tokens: there is nothing to split over tp")
+        self.sequence_parallel = sequence_parallel
         stacked = dict(experts.named_parameters(recurse=False))
         if not stacked:
             raise TypeError(f"{type(experts).__name__} holds no stacked expert weights to shard")
@@ -220,6 +274,18 @@ class ExpertParallelExperts(nn.Module):
 
     def forward(self, tokens: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
         shared = self.__dict__["_shared"]
+        if self.etp_group is not None and self.sequence_parallel:
+            # every etp rank runs its slice of the experts on the etp group's tokens (its own and the other
+            # tensor ranks'), and keeps its own rows of the summed outputs
+            gathered = _GatherFromSequenceRanks.apply(tokens, self.etp_group)
+            partial = self._dispatch_compute_combine(
+                gathered,
+                _gather_equal_rows(topk_ids, self.etp_group),
+                _GatherFromSequenceRanks.apply(topk_weights, self.etp_group),
+                gathered,
+                None,  # the shared expert takes this rank's own tokens, not the gathered ones
+            )
+            return _ReduceScatterToSequenceRanks.apply(partial, self.etp_group)
         if self.etp_group is not None:
             partial = self._dispatch_compute_combine(
                 _CopyToExpertTensorRanks.apply(tokens, self.etp_group),
@@ -302,10 +368,13 @@ def apply_expert_parallel(
     tp_mesh: DeviceMesh | None = None,
     overlap_shared: bool = True,
     ep_etp_mesh: DeviceMesh | None = None,
+    sequence_parallel: bool = False,
 ) -> int:
     """Swap every layer's routed experts for the expert-parallel version; returns how many. `tp_mesh`:
     the tensor ranks to split the tokens over before dispatch, when the expert group spans them;
-    `ep_etp_mesh`: the (ep, etp) mesh, to split each expert over etp (expert-tensor parallel)."""
+    `ep_etp_mesh`: the (ep, etp) mesh, to split each expert over etp (expert-tensor parallel);
+    `sequence_parallel`: each tensor rank already holds its own tokens (gathered over etp under
+    expert-tensor parallel)."""
     swapped = 0
     for block in blocks_of(model):
         ffn = getattr(block, "ffn", None)
@@ -315,6 +384,6 @@ def apply_expert_parallel(
         shared = None
         if overlap_shared and isinstance(getattr(ffn, "shared_experts", None), nn.Module):
             shared = SharedExpertOverlap(ffn.shared_experts)
-        ffn.experts = ExpertParallelExperts(experts, ep_mesh, shared, tp_mesh, ep_etp_mesh)
+        ffn.experts = ExpertParallelExperts(experts, ep_mesh, shared, tp_mesh, ep_etp_mesh, sequence_parallel)
         swapped += 1
     return swapped

@@ -15,7 +15,10 @@ layout, TP2 PP8 EP64 on 512 ranks, gives each stage 32 DP x 2 TP = 64 ranks, one
 ranks hold the same tokens, so under EP the MoE layer hands each of them a distinct part of the tokens
 before the dispatch and gathers the outputs after it (what sequence parallel would do for the whole
 block): then every rank of a stage routes different tokens, whichever expert group it falls in, and the
-expert gradients sum over `edp`. `experts_split_tokens_over_tp` says when.
+expert gradients sum over `edp`. `experts_split_tokens_over_tp` says when. Under sequence parallel
+(`sequence_parallel`, `parallelize.apply_sequence_parallel`) the tensor ranks already hold different
+tokens there, so the split is not made again; the sequence length must then split over tp x cp
+(`check_sequence_length`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class ParallelDims:
     tp: int = 1
     ep: int = 1
     etp: int = 1
+    # Megatron's sequence parallel as asked ([train.parallel] sequence_parallel); `sequence_parallel_on`
+    # says whether it applies (tp > 1)
+    sequence_parallel: bool = False
 
     # ---- sizes that follow ----------------------------------------------------------------------
 
@@ -82,16 +88,43 @@ class ParallelDims:
         return self.tp * self.pp
 
     @property
+    def sequence_parallel_on(self) -> bool:
+        """True when sequence parallel is asked for and there are tensor ranks to split the tokens over."""
+        return self.sequence_parallel and self.tp > 1
+
+    @property
     def experts_split_tokens_over_tp(self) -> bool:
-        """True under EP with TP and expert-TP 1: the tensor ranks hold the same tokens, so the MoE layer
-        splits them over tp before dispatch (each token routed once) and gathers them after it."""
-        return self.ep > 1 and self.tp > 1 and self.etp == 1
+        """True under EP with TP and expert-TP 1 without sequence parallel: the tensor ranks hold the same
+        tokens, so the MoE layer splits them over tp before dispatch (each token routed once) and gathers
+        them after it. Under sequence parallel each tensor rank already holds its own tokens there."""
+        return self.ep > 1 and self.tp > 1 and self.etp == 1 and not self.sequence_parallel_on
+
+    @property
+    def routing_replicas(self) -> int:
+        """Ranks of a pipeline stage that route the same tokens: the tensor ranks, unless sequence
+        parallel gives each its own tokens (`ExpertBiasUpdate` divides the summed counts by this)."""
+        return 1 if self.sequence_parallel_on else self.tp
+
+    def check_sequence_length(self, seq_len: int, where: str = "[train.parallel]") -> None:
+        """Sequence parallel splits every row's tokens (under context parallel: every chunk's) evenly
+        over the tensor ranks: the sequence length must be a multiple of tp x cp."""
+        if not self.sequence_parallel_on:
+            return
+        parts = self.tp * self.cp
+        if seq_len % parts:
+            split = f"tp x cp = {self.tp} x {self.cp} = {parts}" if self.cp > 1 else f"tp = {self.tp}"
+            raise ValueError(
+                f"{where} sequence_parallel = true splits each row's {seq_len} positions (the data's seq_len) over "
+                f"{split} ranks, which does not divide {seq_len}; rebuild the data with a seq_len that is a "
+                f"multiple of {parts}, or set {where} sequence_parallel = false"
+            )
 
     # ---- checks ---------------------------------------------------------------------------------
 
     @classmethod
     def resolve(cls, world_size: int, *, pp: int = 1, dp_replicate: int = 1, dp_shard: int = -1, cp: int = 1,
-                tp: int = 1, ep: int = 1, etp: int = 1, where: str = "[train.parallel]") -> ParallelDims:
+                tp: int = 1, ep: int = 1, etp: int = 1, sequence_parallel: bool = False,
+                where: str = "[train.parallel]") -> ParallelDims:
         """The layout for `world_size` ranks; `dp_shard = -1` takes every rank the other sizes leave.
         Every error names the fields and the fix."""
         sizes = {"pp": pp, "dp_replicate": dp_replicate, "cp": cp, "tp": tp, "ep": ep, "etp": etp}
@@ -106,7 +139,9 @@ class ParallelDims:
                 f"{where} pp x dp_replicate x cp x tp = {pp} x {dp_replicate} x {cp} x {tp} = {fixed} does not "
                 f"divide the {world_size} ranks; change the layout or --nproc"
             )
-        dims = cls(pp, dp_replicate, world_size // fixed if dp_shard == -1 else dp_shard, cp, tp, ep, etp)
+        dims = cls(
+            pp, dp_replicate, world_size // fixed if dp_shard == -1 else dp_shard, cp, tp, ep, etp, bool(sequence_parallel)
+        )
         if dims.world != world_size:
             raise ValueError(
                 f"{where} pp {pp} x dp_replicate {dp_replicate} x dp_shard {dims.dp_shard} x cp {cp} x tp {tp} = "
@@ -136,6 +171,7 @@ class ParallelDims:
         return cls.resolve(
             world_size, pp=parallel.pp, dp_replicate=parallel.dp_replicate, dp_shard=parallel.dp_shard,
             cp=parallel.cp, tp=parallel.tp, ep=parallel.ep, etp=parallel.etp,
+            sequence_parallel=getattr(parallel, "sequence_parallel", False),
         )
 
     def check_engine_supports(self) -> None:

@@ -7,7 +7,10 @@ trainer applies it to a model on the meta device, whose shards get storage and w
    instead (parallel folding: `parallel_dims.py`);
 2. expert parallel (routed experts sliced over the expert mesh's `ep` dimension, all-to-all dispatch;
    with expert-TP 1 an expert group may span tensor ranks, which then split their shared tokens before
-   dispatch; with expert-TP = TP each expert is split over the tensor ranks, `expert_parallel.py`);
+   dispatch unless sequence parallel already gave each its own; with expert-TP = TP each expert is split
+   over the tensor ranks, `expert_parallel.py`);
+   then sequence parallel (`[train.parallel] sequence_parallel`, on by default with tp > 1), which
+   needs both in place: see below;
 3. activation checkpointing (full: every block; selective: every n-th block; or the chosen parts of
    every block: attention, MoE, the mHC mixing);
 4. FSDP2 `fully_shard`: each block is one unit, routed experts under EP / ETP get their own unit on the
@@ -36,6 +39,28 @@ never gathers the logits: `models/deepseek_v4/vocab_parallel.py` reduces the max
 exponentials and the target logit over the TP ranks. A call of the head module (logits asked for by
 name: evaluation, generation) gathers the slices into whole-vocabulary logits. The MTP block shares
 both, so it needs nothing of its own.
+
+Sequence parallel (Megatron's, `apply_sequence_parallel`): without it every TP rank runs the norms, the
+mHC mixing, the router and the routed experts (without EP) on every token of its rows. With it, between
+the tensor-parallel regions each TP rank holds its tp-th of every row's positions (Shard(1) of
+[B, S, ...]; under context parallel its tp-th of the chunk):
+
+    embed (reduce-scatter) -> [mHC pre, attn_norm] -> gather -> attention -> wo_b (reduce-scatter)
+      -> [mHC post, mHC pre, ffn_norm, router, routed experts] + gather -> shared expert -> w2 (reduce-scatter)
+      -> [mHC post] ... -> [mHC head, final norm] -> gather -> vocab-parallel head and loss
+
+(brackets: on the local positions). The gathers are torch's `PrepareModuleInput` / `PrepareModuleOutput`
+(Shard -> Replicate), the reduce-scatters `RowwiseParallel(output_layouts=Shard(...))` and the
+vocab-parallel embedding's own. Inside the regions the gradients reaching a gathered input are already
+summed over the TP ranks (see above), so each gather's backward keeps this rank's part. What reads
+per-token inputs on the local positions gets them cut to match: the MoE's hash routing (input ids) and
+its sequence-wise balance loss (counts over the TP ranks, whole-row length; the rank's part is summed
+over TP so every rank holds the whole loss, whose backward reaches each rank's own positions). Position
+ids, document masks and the loss's targets are read only inside the regions, on every position, so they
+stay whole. The routed-token counts stay per rank (the bias update divides by
+`ParallelDims.routing_replicas`). Parameters used on the local positions only (norms, mHC, router, MTP
+projections, the routed experts unless EP places them) get each rank's part of their gradient:
+`SequenceParallelGradients` sums them over TP once per step, before the gradient norm.
 """
 
 from __future__ import annotations
@@ -46,6 +71,7 @@ import functools
 from collections.abc import Iterator
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import (
     CPUOffloadPolicy,
@@ -54,13 +80,20 @@ from torch.distributed.fsdp import (
     OffloadPolicy,
     fully_shard,
 )
-from torch.distributed.tensor import Replicate, Shard, distribute_tensor
-from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    PrepareModuleInput,
+    PrepareModuleOutput,
+    RowwiseParallel,
+    parallelize_module,
+)
 from torch.nn.utils import stateless
 from torch.utils.checkpoint import checkpoint
 
 from trex_cli.console import warn
 from trex_cli.models.deepseek_v4 import vocab_parallel
+from trex_cli.models.deepseek_v4.model import SequenceShard, _outside_backward
 from trex_cli.train.config import ParallelSection
 from trex_cli.train.distributed import Distributed
 from trex_cli.train.expert_parallel import apply_expert_parallel, blocks_of
@@ -119,7 +152,11 @@ def _indexer_kl_over_all_heads(model_indexer_kl, tp_group, query, *args):
     return model_indexer_kl(all_heads, *args)
 
 
-def apply_tensor_parallel(model: nn.Module, tp_mesh) -> None:
+def apply_tensor_parallel(model: nn.Module, tp_mesh, sequence_parallel: bool = False) -> None:
+    """Split attention, the shared expert, the embedding and the head over the TP ranks. With
+    `sequence_parallel` the regions' row-split outputs (`wo_b`, the shared expert's `w2`, the embedding)
+    are reduce-scattered along the sequence instead of all-reduced; `apply_sequence_parallel` then adds
+    the gathers before the regions and what the local tokens between them need."""
     tp = tp_mesh.size()
     config = model.config
     if config.num_attention_heads % tp or config.o_groups % tp:
@@ -132,7 +169,9 @@ def apply_tensor_parallel(model: nn.Module, tp_mesh) -> None:
     local_config = dataclasses.replace(config, o_groups=config.o_groups // tp)
     for block in blocks_of(model):
         attention = block.attn
-        parallelize_module(attention, tp_mesh, {"wq_b": ColwiseParallel(), "wo_b": RowwiseParallel()})
+        # under sequence parallel wo_b's partial sums are reduce-scattered along the sequence (dim 1)
+        wo_b = RowwiseParallel(output_layouts=Shard(1)) if sequence_parallel else RowwiseParallel()
+        parallelize_module(attention, tp_mesh, {"wq_b": ColwiseParallel(), "wo_b": wo_b})
         _shard_parameter(attention.wo_a, "weight", tp_mesh)
         _shard_parameter(attention, "attn_sink", tp_mesh)
         attention.heads = config.num_attention_heads // tp
@@ -146,15 +185,19 @@ def apply_tensor_parallel(model: nn.Module, tp_mesh) -> None:
             attention._indexer_kl = functools.partial(
                 _indexer_kl_over_all_heads, type(attention)._indexer_kl, tp_mesh.get_group()
             )
-        parallelize_module(
-            block.ffn.shared_experts,
-            tp_mesh,
-            {"w1": ColwiseParallel(), "w3": ColwiseParallel(), "w2": RowwiseParallel()},
-        )
-    apply_vocabulary_parallel(model, tp_mesh)
+        shared = block.ffn.shared_experts
+        if sequence_parallel:
+            # the MoE's tokens [N / tp, D] (this rank's, flattened): gathered once for w1 and w3, and w2's
+            # partial sums reduce-scattered back to each rank's own rows
+            parallelize_module(shared, tp_mesh, PrepareModuleInput(
+                input_layouts=(Shard(0),), desired_input_layouts=(Replicate(),), use_local_output=True,
+            ))
+        w2 = RowwiseParallel(output_layouts=Shard(0)) if sequence_parallel else RowwiseParallel()
+        parallelize_module(shared, tp_mesh, {"w1": ColwiseParallel(), "w3": ColwiseParallel(), "w2": w2})
+    apply_vocabulary_parallel(model, tp_mesh, sequence_parallel)
 
 
-def apply_vocabulary_parallel(model: nn.Module, tp_mesh) -> None:
+def apply_vocabulary_parallel(model: nn.Module, tp_mesh, sequence_parallel: bool = False) -> None:
     """Split the embedding table and the output head by vocabulary rows over the TP ranks (those this
     rank holds: a pipeline stage without them has nothing to split)."""
     tp = tp_mesh.size()
@@ -168,15 +211,162 @@ def apply_vocabulary_parallel(model: nn.Module, tp_mesh) -> None:
     if getattr(model, "embed", None) is not None:
         # ids arrive whole on every tensor rank; each looks up its rows, the rows are summed. Not torch's
         # RowwiseParallel: its backward forms the whole table's gradient on every rank.
+        # (Under sequence parallel the sum is a reduce-scatter along the sequence: each rank keeps its part.)
         _shard_parameter(model.embed, "weight", tp_mesh)
-        model.embed.forward = functools.partial(_embedding_on_local_rows, model.embed)
+        model.embed.forward = functools.partial(_embedding_on_local_rows, model.embed, 1 if sequence_parallel else None)
     if getattr(model, "head", None) is not None:
         # the loss reads head.weight's local rows itself; a call of the module gathers whole logits
         parallelize_module(model.head, tp_mesh, ColwiseParallel(output_layouts=Replicate()))
 
 
-def _embedding_on_local_rows(embedding: nn.Embedding, input_ids: torch.Tensor) -> torch.Tensor:
-    return vocab_parallel.embedding(input_ids, embedding.weight)
+def _embedding_on_local_rows(embedding: nn.Embedding, scatter_dim: int | None, input_ids: torch.Tensor) -> torch.Tensor:
+    return vocab_parallel.embedding(input_ids, embedding.weight, scatter_dim)
+
+
+# ---- 1b. sequence parallel ------------------------------------------------------------------------
+
+
+class _SumOverTensorRanks(torch.autograd.Function):
+    """Forward: the sum over the TP ranks of each rank's part of a loss (every rank then holds the same
+    whole value, as the rest of the loss is). Backward: the identity, so each rank's part gets the
+    gradient of the whole (its local tokens' share; the TP sum of the parameter gradients then adds
+    the parts up: `SequenceParallelGradients`)."""
+
+    @staticmethod
+    def forward(ctx, part, group):
+        total = part.detach().clone()
+        dist.all_reduce(total, group=group)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def _sum_without_grad(tensor: torch.Tensor, group) -> torch.Tensor:
+    total = tensor.detach().clone()
+    dist.all_reduce(total, group=group)
+    return total
+
+
+def _unavailable(*args):
+    raise RuntimeError("sequence parallel: the MoE's token shard has no sequence collectives besides sum_over_ranks")
+
+
+def _moe_takes_local_tokens(tp_group, tp_rank: int, tp: int):
+    """A forward pre-hook for a MoE layer under sequence parallel: its input [B, S / tp, D] is this
+    rank's part of the positions, so the context it reads (the ids hash routing looks up, and the
+    balance loss's counts and whole length) is swapped for one of those positions: input ids cut to
+    them, and a `SequenceShard` whose `sum_over_ranks` sums over the TP ranks (and, under context
+    parallel, then over the context ranks), so the sequence-wise balance loss counts every token of
+    the row once, as context parallel's chunks do."""
+
+    def hook(module, args):
+        x, ctx = args
+        inner = object.__getattribute__(ctx, "_context") if isinstance(ctx, OpaqueContext) else ctx
+        length = inner.input_ids.shape[1] // tp
+        first = (0 if inner.sequence is None else inner.sequence.start) + tp_rank * length
+        outer_sum = inner.sequence.sum_over_ranks if inner.sequence is not None else None
+
+        def sum_over_ranks(tensor):
+            total = _sum_without_grad(tensor, tp_group)
+            return total if outer_sum is None else outer_sum(total)
+
+        local = dataclasses.replace(
+            inner,
+            input_ids=inner.input_ids[:, tp_rank * length : (tp_rank + 1) * length],
+            sequence=SequenceShard(first, first + length, _unavailable, sum_over_ranks, _unavailable, _unavailable),
+            whole=inner.whole if inner.whole is not None else inner,
+        )
+        return x, local
+
+    return hook
+
+
+def _moe_sums_over_tensor_ranks(tp_group):
+    """A forward hook for a MoE layer under sequence parallel: its balance loss is this rank's tokens'
+    part, summed over the TP ranks (`_SumOverTensorRanks`) so every rank holds the whole as before, and
+    `expert_load` counts every TP rank's tokens. (`Gate.routed_tokens` keeps this rank's own counts:
+    `ExpertBiasUpdate` sums them over all ranks, `ParallelDims.routing_replicas`.) A forward run again
+    in the backward pass (activation checkpointing) kept nothing and is left alone."""
+
+    def hook(module, args, output):
+        if not _outside_backward():
+            return
+        if module.balance_loss is not None:
+            module.balance_loss = _SumOverTensorRanks.apply(module.balance_loss, tp_group)
+        if module.expert_load is not None:
+            module.expert_load = _sum_without_grad(module.expert_load, tp_group)
+
+    return hook
+
+
+def apply_sequence_parallel(model: nn.Module, tp_mesh) -> None:
+    """Megatron's sequence parallel over the TP ranks, on a model `apply_tensor_parallel(...,
+    sequence_parallel=True)` (and expert parallel, if any) already split. Between the tensor-parallel
+    regions every rank holds seq / tp positions of each row (the embedding hands out those parts). Declared
+    with torch's parallel styles where they fit:
+
+    - attention: its input is gathered along the sequence (`PrepareModuleInput`, Shard(1) -> Replicate);
+      `wo_b` reduce-scatters (set by `apply_tensor_parallel`). The backward of the gather keeps this
+      rank's part of the gradient: inside attention the gradients that reach its input are already
+      summed over the TP ranks (the replicated KV path, `_SharedAcrossHeads`, and ColwiseParallel's
+      input), so they are the same on every rank;
+    - the MoE: the router, the routed experts and the shared expert's gather / reduce-scatter work on
+      the rank's own tokens (a pre-hook hands the MoE the context of its positions: input ids for hash
+      routing, the counts of the balance loss); its balance loss and expert load are summed over TP;
+    - the final norms (the model's, each MTP block's): their output is gathered along the sequence
+      (`PrepareModuleOutput`), so the vocab-parallel head and loss see every position as before (the
+      loss's hidden gradient is summed over TP there, so the gather's backward keeps this rank's part).
+
+    The parameters used on the local positions only (norms, mHC mixing, the router, MTP projections, the
+    routed experts unless expert parallel places them) are the same on every TP rank but each rank's
+    gradient covers its own positions: `SequenceParallelGradients` (kept on the model as
+    `sequence_parallel_gradients`) sums them over the TP ranks once per step."""
+    tp_group, tp_rank, tp = tp_mesh.get_group(), tp_mesh.get_local_rank(), tp_mesh.size()
+    region_parameters = set()
+    for block in blocks_of(model):
+        parallelize_module(block.attn, tp_mesh, PrepareModuleInput(
+            input_layouts=(Shard(1), None), desired_input_layouts=(Replicate(), None), use_local_output=True,
+        ))
+        region_parameters.update(id(p) for p in block.attn.parameters())
+        block.ffn.register_forward_pre_hook(_moe_takes_local_tokens(tp_group, tp_rank, tp))
+        block.ffn.register_forward_hook(_moe_sums_over_tensor_ranks(tp_group))
+    gather = PrepareModuleOutput(output_layouts=Shard(1), desired_output_layouts=Replicate(), use_local_output=True)
+    final_norms = [model.norm] if getattr(model, "norm", None) is not None else []
+    final_norms += [mtp.norm for mtp in getattr(model, "mtp", [])]
+    for norm in final_norms:
+        parallelize_module(norm, tp_mesh, gather)
+    model.sequence_parallel_gradients = SequenceParallelGradients(
+        [name for name, p in model.named_parameters() if not isinstance(p, DTensor) and id(p) not in region_parameters],
+        tp_group,
+    )
+
+
+class SequenceParallelGradients:
+    """Sums, over the TP ranks, the gradients of the parameters sequence parallel uses on each rank's own
+    positions (by name: FSDP2 swaps the parameter objects but keeps the names). Called once per optimizer
+    step, after the last backward (the sum is linear, so accumulated micro-batches and FSDP's data-rank
+    reduction may come first): one all-reduce of their flattened local shards."""
+
+    def __init__(self, names: list[str], group):
+        self.names, self.group = list(names), group
+
+    @torch.no_grad()
+    def sum_over_tensor_ranks(self, model: nn.Module) -> None:
+        grads = []
+        for name in self.names:
+            grad = model.get_parameter(name).grad
+            if grad is not None:
+                grads.append(grad.to_local() if isinstance(grad, DTensor) else grad)
+        if not grads:
+            return
+        flat = torch.cat([grad.reshape(-1).float() for grad in grads])
+        dist.all_reduce(flat, group=self.group)
+        offset = 0
+        for grad in grads:
+            grad.copy_(flat[offset : offset + grad.numel()].view_as(grad))
+            offset += grad.numel()
 
 
 # ---- 3. activation checkpointing ------------------------------------------------------------------
@@ -359,12 +549,19 @@ def apply_model_parallel(model: nn.Module, distributed: Distributed) -> None:
     """Steps 1 and 2: tensor parallel, then expert (and expert-tensor) parallel, as the layout asks. A
     meta-device model is sharded the same way (no storage, no communication): `meta_init.py`."""
     dims = distributed.dims
+    sequence_parallel = dims.sequence_parallel_on
     if dims.tp > 1:
-        apply_tensor_parallel(model, distributed.dense_mesh["tp"])
+        apply_tensor_parallel(model, distributed.dense_mesh["tp"], sequence_parallel)
     if dims.ep > 1 or dims.etp > 1:
         token_split = distributed.dense_mesh["tp"] if dims.experts_split_tokens_over_tp else None
         ep_etp = distributed.expert_mesh["ep", "etp"] if dims.etp > 1 else None
-        apply_expert_parallel(model, distributed.expert_mesh["ep"], token_split, ep_etp_mesh=ep_etp)
+        # under sequence parallel the shared expert gathers its own tokens: no overlap with the dispatch
+        apply_expert_parallel(
+            model, distributed.expert_mesh["ep"], token_split, overlap_shared=not sequence_parallel,
+            ep_etp_mesh=ep_etp, sequence_parallel=sequence_parallel,
+        )
+    if sequence_parallel:
+        apply_sequence_parallel(model, distributed.dense_mesh["tp"])
 
 
 def uses_fsdp(distributed: Distributed, parallel: ParallelSection) -> bool:

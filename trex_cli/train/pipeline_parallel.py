@@ -211,7 +211,7 @@ def build_pipeline(
     stage model). The trainer passes a meta-device model (pruning needs only names and shapes) and makes
     the schedule once the stages' shards have storage. Stage inputs and outputs are declared up front (static shapes), so the schedule
     never runs a stage on placeholder data to discover them; under context parallel (`sequence`) the
-    tensors between stages hold the chunk's positions."""
+    tensors between stages hold the chunk's positions, and under sequence parallel this tensor rank's part of them."""
     from torch.distributed.pipelining import (
         PipelineStage,
         Schedule1F1B,
@@ -227,6 +227,8 @@ def build_pipeline(
     rank = distributed.pp_rank
     runner = StageRunner(model, [rank + i * pp for i in range(virtual)], num_stages, layers, train, seq_len, sequence)
     positions = seq_len if sequence is None else sequence.end - sequence.start
+    if distributed.dims.sequence_parallel_on:  # each tensor rank sends its part of the positions
+        positions //= distributed.dims.tp
     meta = torch.device("meta")
     # requires_grad marks what the schedule sends gradients back for
     between = (

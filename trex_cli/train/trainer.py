@@ -128,6 +128,7 @@ class Engine:
         if on_meta != (weights is not None):
             raise ValueError("Engine: a meta-device model needs its InitialWeights, a built model takes none")
         # context parallel: this rank's chunk of every row (context_parallel.py); None without
+        dims.check_sequence_length(seq_len)
         self.sequence = None
         if dims.cp > 1:
             from trex_cli.train.context_parallel import sequence_shard
@@ -157,8 +158,11 @@ class Engine:
         self.optimizer = build_optimizer(self.model, train, schedule)
         # aux-loss-free balancing: the routing bias moves right before each optimizer step, on the tokens
         # every gate routed in the step's forwards, summed over the ranks (tensor-parallel ranks count
-        # the same tokens; pipeline stages count their own blocks' rows)
-        self.expert_bias = ExpertBiasUpdate(self.model, train.expert_bias_update_rate, dims.tp, distributed.device)
+        # the same tokens unless sequence parallel gives each its own; pipeline stages count their own
+        # blocks' rows)
+        self.expert_bias = ExpertBiasUpdate(
+            self.model, train.expert_bias_update_rate, dims.routing_replicas, distributed.device
+        )
         self.expert_bias.register(self.optimizer)
         self.scheduler = build_scheduler(self.optimizer, schedule)
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
@@ -256,6 +260,9 @@ class Engine:
         )
         run = self._pipeline_forward_backward if self.pipeline is not None else self._forward_backward
         sums, seen, replicas = run(micro_batches, global_targets)
+        sequence_parallel = getattr(self.model, "sequence_parallel_gradients", None)
+        if sequence_parallel is not None:  # parameters each TP rank used on its own positions only
+            sequence_parallel.sum_over_tensor_ranks(self.model)
         totals = dict(zip(sums, self._world_sum(list(sums.values()), replicas), strict=True))
         loss = totals["lm"] + sum(
             weight * totals[key]

@@ -10,6 +10,8 @@ zeros for the others, and the rows are summed over the TP ranks (one all-reduce 
 output; each token's row comes from exactly one rank). The backward needs no communication: the
 output's gradient is the same on every TP rank (what follows is replicated), and each rank adds it to
 its own rows only, so the weight's gradient is this rank's rows of the full one, never the whole table.
+Under sequence parallel the sum is a reduce-scatter along the sequence instead (each TP rank keeps its
+tp-th of the positions), and the backward all-gathers the parts' gradients before the lookup's.
 
 The output head: rank r's logits are those of its vocabulary slice. The loss
 is then computed without ever gathering the logits (Megatron's vocab-parallel cross-entropy): every
@@ -55,33 +57,60 @@ def _vocabulary_rows(weight: DTensor, what: str) -> tuple[torch.Tensor, int]:
     return weight.to_local(), owned_block(weight)[0].start
 
 
-def embedding(input_ids: torch.Tensor, weight: DTensor) -> torch.Tensor:
+def embedding(input_ids: torch.Tensor, weight: DTensor, scatter_dim: int | None = None) -> torch.Tensor:
     """The rows of `input_ids` from an embedding table split by vocabulary rows over a 1-D tensor-parallel
-    mesh: [..., D], the same plain tensor on every TP rank."""
+    mesh: [..., D], the same plain tensor on every TP rank. With `scatter_dim` (sequence parallel: the
+    sequence dim of `input_ids`) the rows are reduce-scattered along it instead of all-reduced: TP rank r
+    gets the r-th of tp equal parts of the positions, and the backward all-gathers the parts' gradients."""
     local_weight, vocab_start = _vocabulary_rows(weight, "embedding")
-    return _VocabParallelEmbedding.apply(input_ids, local_weight, vocab_start, weight.device_mesh.get_group())
+    return _VocabParallelEmbedding.apply(input_ids, local_weight, vocab_start, weight.device_mesh.get_group(), scatter_dim)
+
+
+def _reduce_scatter_along(tensor: torch.Tensor, dim: int, group) -> torch.Tensor:
+    """The sum over `group` of `tensor`, this rank's part of `dim` (tp equal parts, in rank order)."""
+    size = dist.get_world_size(group)
+    front = tensor.movedim(dim, 0).contiguous()
+    if front.shape[0] % size:
+        raise ValueError(f"sequence parallel: {front.shape[0]} positions do not split evenly over {size} tensor ranks")
+    part = front.new_empty((front.shape[0] // size, *front.shape[1:]))
+    dist.reduce_scatter_tensor(part, front, op=dist.ReduceOp.SUM, group=group)
+    return part.movedim(0, dim)
+
+
+def _all_gather_along(part: torch.Tensor, dim: int, group) -> torch.Tensor:
+    """Every rank's part of `dim`, concatenated in rank order (the inverse of the scatter above)."""
+    size = dist.get_world_size(group)
+    front = part.movedim(dim, 0).contiguous()
+    whole = front.new_empty((front.shape[0] * size, *front.shape[1:]))
+    dist.all_gather_into_tensor(whole, front, group=group)
+    return whole.movedim(0, dim)
 
 
 class _VocabParallelEmbedding(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, input_ids, weight, vocab_start: int, group):
+    def forward(ctx, input_ids, weight, vocab_start: int, group, scatter_dim: int | None):
         local_vocab = weight.shape[0]
         owned = (input_ids >= vocab_start) & (input_ids < vocab_start + local_vocab)
         local_ids = torch.where(owned, input_ids - vocab_start, 0)
         rows = torch.nn.functional.embedding(local_ids, weight)
         rows.masked_fill_(~owned.unsqueeze(-1), 0)
-        dist.all_reduce(rows, op=dist.ReduceOp.SUM, group=group)
+        if scatter_dim is None:
+            dist.all_reduce(rows, op=dist.ReduceOp.SUM, group=group)
+        else:
+            rows = _reduce_scatter_along(rows, scatter_dim, group)
         ctx.save_for_backward(local_ids, owned)
-        ctx.local_vocab = local_vocab
+        ctx.local_vocab, ctx.group, ctx.scatter_dim = local_vocab, group, scatter_dim
         return rows
 
     @staticmethod
     def backward(ctx, grad_rows):
         local_ids, owned = ctx.saved_tensors
+        if ctx.scatter_dim is not None:  # each rank's part of the positions: the whole rows' gradient
+            grad_rows = _all_gather_along(grad_rows, ctx.scatter_dim, ctx.group)
         grad_rows = grad_rows.masked_fill(~owned.unsqueeze(-1), 0)
         # nn.Embedding's own backward (no padding index), over this rank's rows only
         grad_weight = torch.ops.aten.embedding_dense_backward(grad_rows, local_ids, ctx.local_vocab, -1, False)
-        return None, grad_weight, None, None
+        return None, grad_weight, None, None, None
 
 
 def linear_cross_entropy_sum(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
