@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_synth.family import MatrixModel, MatrixResult, ProblemFamily, verify_highs_options
+from data_synth.family import MatrixModel, MatrixResult, ProblemFamily
 from data_synth.render import parse_last_line, solver_name
 
 OBJECTIVE_RTOL = 1e-7
@@ -123,7 +123,6 @@ def solve_pyomo(family: ProblemFamily, data: dict, time_limit: float = 30.0,
         # one HiGHS thread per worker process: the pipeline parallelizes over problems, and HiGHS sizes
         # its process-wide scheduler at the first solve (the matrix path then shares it)
         solver.options["threads"] = 1
-        solver.options.update(verify_highs_options())
         results = solver.solve(model, load_solutions=False)
         if seconds is not None:
             seconds["pyomo_build"] = built - started
@@ -161,8 +160,7 @@ def _solve_appsi(model, time_limit: float, seconds: dict | None, started: float,
         solver = _appsi.solver = Highs()
         solver.config.load_solution = False
     # one HiGHS thread per worker process, as on the SolverFactory path
-    solver.highs_options = {"output_flag": False, "mip_rel_gap": 1e-9, "time_limit": float(time_limit), "threads": 1,
-                            **verify_highs_options()}
+    solver.highs_options = {"output_flag": False, "mip_rel_gap": 1e-9, "time_limit": float(time_limit), "threads": 1}
     results = solver.solve(model)
     if seconds is not None:
         seconds["pyomo_build"] = built - started
