@@ -138,9 +138,11 @@ class _CopyToExpertTensorRanks(torch.autograd.Function):
         return grad, None
 
 
-class _ReduceFromExpertTensorRanks(torch.autograd.Function):
-    """Forward: the sum over the etp ranks of each slice's partial output. Backward: the gradient of a
-    replicated activation, the same on every etp rank, is each partial output's gradient."""
+class SumOverRanks(torch.autograd.Function):
+    """Forward: the sum over `group` of every rank's part. Backward: the identity, for a sum whose result
+    every rank then uses alike (so its gradient is the same on every rank and is each part's gradient):
+    the etp ranks' partial outputs of an expert slice; under sequence parallel, the TP ranks' parts of
+    the balance loss (`parallelize.py`)."""
 
     @staticmethod
     def forward(ctx, partial, group):
@@ -294,7 +296,7 @@ class ExpertParallelExperts(nn.Module):
                 tokens,
                 shared,
             )
-            return _ReduceFromExpertTensorRanks.apply(partial, self.etp_group)
+            return SumOverRanks.apply(partial, self.etp_group)
         if self.tp_group is None:
             return self._dispatch_compute_combine(tokens, topk_ids, topk_weights, tokens, shared)
         lengths = [len(part) for part in torch.arange(tokens.shape[0]).tensor_split(self.tp_size)]

@@ -96,7 +96,7 @@ from trex_cli.models.deepseek_v4 import vocab_parallel
 from trex_cli.models.deepseek_v4.model import SequenceShard, _outside_backward
 from trex_cli.train.config import ParallelSection
 from trex_cli.train.distributed import Distributed
-from trex_cli.train.expert_parallel import apply_expert_parallel, blocks_of
+from trex_cli.train.expert_parallel import SumOverRanks, apply_expert_parallel, blocks_of
 
 # ---- 1. tensor parallel ---------------------------------------------------------------------------
 
@@ -226,23 +226,6 @@ def _embedding_on_local_rows(embedding: nn.Embedding, scatter_dim: int | None, i
 # ---- 1b. sequence parallel ------------------------------------------------------------------------
 
 
-class _SumOverTensorRanks(torch.autograd.Function):
-    """Forward: the sum over the TP ranks of each rank's part of a loss (every rank then holds the same
-    whole value, as the rest of the loss is). Backward: the identity, so each rank's part gets the
-    gradient of the whole (its local tokens' share; the TP sum of the parameter gradients then adds
-    the parts up: `SequenceParallelGradients`)."""
-
-    @staticmethod
-    def forward(ctx, part, group):
-        total = part.detach().clone()
-        dist.all_reduce(total, group=group)
-        return total
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
-
-
 def _sum_without_grad(tensor: torch.Tensor, group) -> torch.Tensor:
     total = tensor.detach().clone()
     dist.all_reduce(total, group=group)
@@ -285,7 +268,7 @@ def _moe_takes_local_tokens(tp_group, tp_rank: int, tp: int):
 
 def _moe_sums_over_tensor_ranks(tp_group):
     """A forward hook for a MoE layer under sequence parallel: its balance loss is this rank's tokens'
-    part, summed over the TP ranks (`_SumOverTensorRanks`) so every rank holds the whole as before, and
+    part, summed over the TP ranks (`SumOverRanks`) so every rank holds the whole as before, and
     `expert_load` counts every TP rank's tokens. (`Gate.routed_tokens` keeps this rank's own counts:
     `ExpertBiasUpdate` sums them over all ranks, `ParallelDims.routing_replicas`.) A forward run again
     in the backward pass (activation checkpointing) kept nothing and is left alone."""
@@ -294,7 +277,7 @@ def _moe_sums_over_tensor_ranks(tp_group):
         if not _outside_backward():
             return
         if module.balance_loss is not None:
-            module.balance_loss = _SumOverTensorRanks.apply(module.balance_loss, tp_group)
+            module.balance_loss = SumOverRanks.apply(module.balance_loss, tp_group)
         if module.expert_load is not None:
             module.expert_load = _sum_without_grad(module.expert_load, tp_group)
 
