@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 from pathlib import Path
 
 import pytest
+import torch
 
 from trex_cli.artifacts import StageFolder
 
@@ -134,3 +136,15 @@ def fake_rank(rank: int, dims):
         yield Distributed(rank, dims.world, 0, torch.device("cpu"), "fake", dims, dense, expert)
     finally:
         dist.destroy_process_group()
+
+
+def free_port() -> int:
+    """A TCP port free on this host now, for a test's own process group rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def assert_close_named(actual: torch.Tensor, expected: torch.Tensor, what: str, rtol: float = 1e-5) -> None:
+    """`torch.testing.assert_close` (atol 1e-6) whose message starts with `what`."""
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=1e-6, msg=lambda message: f"{what}: {message}")

@@ -8,19 +8,17 @@ the compressed entries and the indexer's choices of rank 1 reach back into rank 
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 import torch
+from conftest import assert_close_named, free_port
 
 SEQ_LEN = 64
 WORLD = 2
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    assert_close_named(actual, expected, what, rtol=1e-4)
 
 
 def _inputs(vocab: int):
@@ -34,10 +32,6 @@ def _inputs(vocab: int):
     loss_mask = torch.ones(2, SEQ_LEN)
     loss_mask[1, 40:50] = 0  # a masked-out span (as SFT has), on rank 1's side
     return input_ids, positions, loss_mask
-
-
-def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
-    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-6, msg=lambda message: f"{what}: {message}")
 
 
 def _summed_gradients(model: torch.nn.Module, group) -> dict[str, torch.Tensor]:
@@ -159,8 +153,7 @@ def _rank(rank: int, port: int, case: str) -> None:
 def test_context_parallel_matches_the_unsplit_computation(case):
     import torch.multiprocessing as multiprocessing
 
-    multiprocessing.spawn(_rank, args=(_free_port(), case), nprocs=WORLD, join=True)
-
+    multiprocessing.spawn(_rank, args=(free_port(), case), nprocs=WORLD, join=True)
 
 
 def _halo_rank(rank: int, port: int, world: int) -> None:
@@ -198,7 +191,7 @@ def test_the_window_halo_is_what_gathering_the_sequence_gives_on_four_ranks():
     """Windows shorter than a chunk (one rank back), as long as one, and reaching over several chunks."""
     import torch.multiprocessing as multiprocessing
 
-    multiprocessing.spawn(_halo_rank, args=(_free_port(), 4), nprocs=4, join=True)
+    multiprocessing.spawn(_halo_rank, args=(free_port(), 4), nprocs=4, join=True)
 
 
 def _compressor_rank(rank: int, port: int, world: int) -> None:
@@ -250,4 +243,4 @@ def _compressor_rank(rank: int, port: int, world: int) -> None:
 def test_each_rank_pools_the_windows_ending_in_its_chunk_on_four_ranks():
     import torch.multiprocessing as multiprocessing
 
-    multiprocessing.spawn(_compressor_rank, args=(_free_port(), 4), nprocs=4, join=True)
+    multiprocessing.spawn(_compressor_rank, args=(free_port(), 4), nprocs=4, join=True)

@@ -10,18 +10,12 @@ from __future__ import annotations
 
 import copy
 import os
-import socket
 
 import torch
+from conftest import assert_close_named, free_port
 
 WORLD = 4
 TOKENS = 24
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _inputs(data_rank: int, config):
@@ -36,10 +30,6 @@ def _inputs(data_rank: int, config):
     weights = torch.rand(TOKENS, config.num_experts_per_tok, generator=generator)
     probe = torch.randn(TOKENS, config.hidden_size, generator=generator)
     return tokens, choices, weights, probe
-
-
-def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
-    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=lambda message: f"{what}: {message}")
 
 
 def _rank(rank: int, port: int) -> None:
@@ -75,7 +65,7 @@ def _rank(rank: int, port: int) -> None:
         assert split.w2.to_local().shape == (local_experts, config.hidden_size, inter)
         assert split.w2.placements == (Shard(0), Shard(2))
         for name, weight in reference.named_parameters():
-            _close(getattr(split, name).full_tensor(), weight.detach(), f"{name} gathered")
+            assert_close_named(getattr(split, name).full_tensor(), weight.detach(), f"{name} gathered")
 
         # the split experts on this data rank's tokens (the same on both of its tensor ranks)
         tokens, choices, weights, probe = _inputs(data_rank, config)
@@ -94,17 +84,17 @@ def _rank(rank: int, port: int) -> None:
             (ref_output * ref_probe).sum().backward()
             expected.append((ref_output.detach(), ref_tokens, ref_weights))
         ref_output, ref_tokens, ref_weights = expected[data_rank]
-        _close(output.detach(), ref_output, "output")
-        _close(tokens.grad, ref_tokens.grad, "gradient of the tokens")
-        _close(weights.grad, ref_weights.grad, "gradient of the router weights")
+        assert_close_named(output.detach(), ref_output, "output")
+        assert_close_named(tokens.grad, ref_tokens.grad, "gradient of the tokens")
+        assert_close_named(weights.grad, ref_weights.grad, "gradient of the router weights")
         for name, weight in reference.named_parameters():
             grad = getattr(split, name).grad
             assert isinstance(grad, DTensor) and grad.to_local().shape == getattr(split, name).to_local().shape
-            _close(grad.full_tensor(), weight.grad, f"gradient of {name}")
+            assert_close_named(grad.full_tensor(), weight.grad, f"gradient of {name}")
         # each slice lives on one rank of the stage (edp 1): the norm must count it once
         norm = global_grad_norm(list(split.parameters()), dims.ranks_per_stage)
         expected_norm = torch.cat([w.grad.flatten() for w in reference.parameters()]).norm()
-        _close(norm, expected_norm, "global gradient norm")
+        assert_close_named(norm, expected_norm, "global gradient norm")
     finally:
         torch.distributed.destroy_process_group()
 
@@ -112,5 +102,5 @@ def _rank(rank: int, port: int) -> None:
 def test_expert_tensor_parallel_matches_the_unsplit_experts():
     import torch.multiprocessing as multiprocessing
 
-    multiprocessing.spawn(_rank, args=(_free_port(),), nprocs=WORLD, join=True)
+    multiprocessing.spawn(_rank, args=(free_port(),), nprocs=WORLD, join=True)
 

@@ -17,22 +17,12 @@ from __future__ import annotations
 
 import copy
 import os
-import socket
 
 import pytest
 import torch
+from conftest import assert_close_named, free_port
 
 WORLD = 2
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
-    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=lambda message: f"{what}: {message}")
 
 
 def _batch(vocab: int, seq_len: int = 32):
@@ -99,7 +89,7 @@ def _parity(rank: int, mesh) -> None:
             assert seen == {local}, f"{name}: {seen} positions per tensor rank, not seq / tp = {local}"
 
     for what in ("lm_loss", "mtp_loss", "balance_loss", "indexer_kl_loss", "loss", "logits", "mtp_logits", "expert_load"):
-        _close(getattr(out, what).detach(), getattr(expected, what).detach(), what)
+        assert_close_named(getattr(out, what).detach(), getattr(expected, what).detach(), what)
     assert out.lm_tokens == expected.lm_tokens
     # each tensor rank counts the tokens it routed; together every token once
     for (_, gate), (_, reference_gate) in zip(split.routed_gate_rows(), reference.routed_gate_rows(), strict=True):
@@ -124,7 +114,7 @@ def _parity(rank: int, mesh) -> None:
             continue
         if isinstance(grad, torch.distributed.tensor.DTensor):
             grad = grad.full_tensor()
-        _close(grad, expected_grad, f"gradient of {name}")
+        assert_close_named(grad, expected_grad, f"gradient of {name}")
 
 
 def _rank(rank: int, port: int) -> None:
@@ -145,7 +135,7 @@ def _rank(rank: int, port: int) -> None:
 def test_sequence_parallel_splits_positions_and_matches_one_process():
     import torch.multiprocessing as multiprocessing
 
-    multiprocessing.spawn(_rank, args=(_free_port(),), nprocs=WORLD, join=True)
+    multiprocessing.spawn(_rank, args=(free_port(),), nprocs=WORLD, join=True)
 
 
 def test_sequence_length_tp_does_not_divide_is_refused():

@@ -6,22 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_data_folder, trex_environment
+from conftest import free_port, make_data_folder, trex_environment
 
 REPO = Path(__file__).resolve().parents[2]
 SBATCH = REPO / "scripts" / "slurm" / "trex-train.sbatch"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _stand_in_slurm(folder: Path) -> Path:
@@ -42,7 +35,7 @@ def test_sbatch_template_runs_a_two_rank_job_through_the_rendezvous(tmp_path):
     env.update({
         "PATH": f"{_stand_in_slurm(tmp_path / 'bin')}{os.pathsep}{env['PATH']}",
         "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "node-a", "SLURM_JOB_ID": "4242",
-        "GPUS_PER_NODE": "2", "PYTHON": sys.executable, "RDZV_PORT": str(_free_port()),
+        "GPUS_PER_NODE": "2", "PYTHON": sys.executable, "RDZV_PORT": str(free_port()),
         "PYTHONPATH": str(REPO),
     })
     result = subprocess.run(

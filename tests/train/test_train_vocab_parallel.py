@@ -24,23 +24,12 @@ import copy
 import dataclasses
 import os
 import shutil
-import socket
 
 import pytest
 import torch
-from conftest import TINY_FP32, fake_rank, losses, make_data_folder, run_trex
+from conftest import TINY_FP32, assert_close_named, fake_rank, free_port, losses, make_data_folder, run_trex
 
 WORLD = 2
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
-    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=lambda message: f"{what}: {message}")
 
 
 def _batch(vocab: int):
@@ -80,14 +69,14 @@ def _model_parity(rank: int, mesh) -> None:
     for what in ("lm_loss", "mtp_loss", "balance_loss", "loss", "logits", "mtp_logits"):
         actual = getattr(out, what)
         assert actual is not None and not isinstance(actual, torch.distributed.tensor.DTensor), what
-        _close(actual.detach(), getattr(expected, what).detach(), what)
+        assert_close_named(actual.detach(), getattr(expected, what).detach(), what)
     for name in ("embed", "head"):
         grad = getattr(split, name).weight.grad
-        _close(grad.to_local(), getattr(reference, name).weight.grad[own], f"{name} gradient (this rank's rows)")
+        assert_close_named(grad.to_local(), getattr(reference, name).weight.grad[own], f"{name} gradient (this rank's rows)")
     # replicated parameters the loss reaches only through the hidden rows: the head's hidden gradient
     # must be the sum of both vocabulary halves' parts
     for name in ("norm.weight", "hc_head_fn", "mtp.0.norm.weight", "mtp.0.e_proj.weight", "layers.0.attn.wkv.weight"):
-        _close(split.get_parameter(name).grad, reference.get_parameter(name).grad, f"gradient of {name}")
+        assert_close_named(split.get_parameter(name).grad, reference.get_parameter(name).grad, f"gradient of {name}")
 
 
 def _loss_parity(rank: int, mesh) -> None:
@@ -116,12 +105,12 @@ def _loss_parity(rank: int, mesh) -> None:
     finally:
         vocab_parallel._LOGITS_BUDGET_ELEMENTS = original
     (2.5 * total).backward()
-    _close(total.detach(), expected.detach(), "summed loss")
-    _close(split_hidden.grad, 2.5 * hidden.grad, "hidden gradient")
+    assert_close_named(total.detach(), expected.detach(), "summed loss")
+    assert_close_named(split_hidden.grad, 2.5 * hidden.grad, "hidden gradient")
     rows = vocab // WORLD
-    _close(split_weight.grad.to_local(), 2.5 * weight.grad[rank * rows : (rank + 1) * rows], "weight gradient rows")
+    assert_close_named(split_weight.grad.to_local(), 2.5 * weight.grad[rank * rows : (rank + 1) * rows], "weight gradient rows")
     with torch.no_grad():  # evaluation: the same loss, no gradient buffers
-        _close(vocab_parallel.linear_cross_entropy_sum(split_hidden, split_weight, targets), expected.detach(), "no-grad loss")
+        assert_close_named(vocab_parallel.linear_cross_entropy_sum(split_hidden, split_weight, targets), expected.detach(), "no-grad loss")
 
 
 def _uneven_vocabulary_refused(mesh) -> None:
@@ -157,7 +146,7 @@ def _rank(rank: int, port: int) -> None:
 def test_vocabulary_parallel_embedding_head_and_loss_match_one_process():
     import torch.multiprocessing as multiprocessing
 
-    multiprocessing.spawn(_rank, args=(_free_port(),), nprocs=WORLD, join=True)
+    multiprocessing.spawn(_rank, args=(free_port(),), nprocs=WORLD, join=True)
 
 
 def _checkpointed(stage_folder, names: list[str]) -> dict[str, torch.Tensor]:
@@ -206,7 +195,7 @@ def test_tp2_resumes_bitwise_and_saves_and_exports_the_one_process_weights(tmp_p
     exported = state_dict_adapter.load_state_dict(stage / "hf", config, torch.bfloat16)
     for name in names:
         assert saved[name].shape == (config.vocab_size, config.hidden_size)
-        _close(saved[name], reference[name], f"checkpointed {name}")
+        assert_close_named(saved[name], reference[name], f"checkpointed {name}")
         assert torch.equal(exported[name], saved[name].to(torch.bfloat16)), f"exported {name}"
 
 
