@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 from trex_cli.app import app
 
 # blocks of 4: when the first block's marker appears, most of the run is still to do (the pool verifies up
-# to 12 candidates a worker ahead, 24 with 2 workers, of the 64 + 4), so Ctrl-C lands mid-run even on a
-# loaded machine
-FLAGS = ["--n", "64", "--eval-n", "4", "--seed", "5", "--families", "production_mix,knapsack_01",
+# to 12 candidates a worker ahead, 24 with 2 workers, of the 160 + 4; these two families verify at about
+# 50 a second, so about 3 s of the run are left), so Ctrl-C lands mid-run even on a loaded machine
+FLAGS = ["--n", "160", "--eval-n", "4", "--seed", "5", "--families", "production_mix,knapsack_01",
          "--set", "synth.block_size=4", "--no-progress"]
 RECORD_FILES = ("problems/*.jsonl", "cpt_docs/*.jsonl", "sft/*.jsonl", "rejects.jsonl", "eval/test.jsonl")
 
@@ -43,15 +43,24 @@ def clean(tmp_path_factory) -> Path:
     return root / "synth"
 
 
+def _as_a_terminal_starts_it() -> None:
+    """The child's SIGINT as a shell's foreground command gets it: handled and not blocked, whatever this
+    test process inherited or was left with by earlier tests in the session (a disposition of SIG_IGN and
+    the blocked-signal mask both carry over fork and exec, and Python keeps an inherited SIG_IGN)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_prints_one_line_without_worker_tracebacks_and_the_rerun_equals_a_clean_run(clean, tmp_path):
     out = tmp_path / "synth"
     command = [sys.executable, "-m", "trex_cli.app", "synth", "--out", str(out), "--run-dir", str(tmp_path),
                "--workers", "2", *FLAGS]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_as_a_terminal_starts_it)
     deadline = time.time() + 300
     while not list(out.glob("blocks/train-*.json")) and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.01)
+    assert process.poll() is None, "the run ended before the test could press Ctrl-C"
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C does: every process of the terminal's group gets it
     try:
         _, stderr = process.communicate(timeout=120)
