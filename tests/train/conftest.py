@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -148,3 +149,19 @@ def free_port() -> int:
 def assert_close_named(actual: torch.Tensor, expected: torch.Tensor, what: str, rtol: float = 1e-5) -> None:
     """`torch.testing.assert_close` (atol 1e-6) whose message starts with `what`."""
     torch.testing.assert_close(actual, expected, rtol=rtol, atol=1e-6, msg=lambda message: f"{what}: {message}")
+
+
+@contextlib.contextmanager
+def gloo_rank(rank: int, world: int, port: int):
+    """One rank of a test's own gloo group on this host, with one thread and the reference kernels; the
+    group is destroyed afterwards, whatever the body does."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        import ascend_kernels
+
+        torch.set_num_threads(1)
+        ascend_kernels.configure("reference")
+        yield
+    finally:
+        torch.distributed.destroy_process_group()

@@ -11,7 +11,7 @@ import os
 
 import pytest
 import torch
-from conftest import assert_close_named, free_port
+from conftest import assert_close_named, free_port, gloo_rank
 
 SEQ_LEN = 64
 WORLD = 2
@@ -127,16 +127,11 @@ def _check_model(model, shard, group) -> None:
 
 
 def _rank(rank: int, port: int, case: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.distributed.init_process_group("gloo", rank=rank, world_size=WORLD)
-    try:
-        import ascend_kernels
+    with gloo_rank(rank, WORLD, port):
         from trex_cli.models.deepseek_v4.config import get_flavor
         from trex_cli.models.deepseek_v4.model import DeepseekV4ForCausalLM
         from trex_cli.train.context_parallel import sequence_shard
 
-        torch.set_num_threads(1)
-        ascend_kernels.configure("reference")
         torch.manual_seed(0)
         model = DeepseekV4ForCausalLM(get_flavor("tiny")).train()
         group = torch.distributed.group.WORLD
@@ -145,8 +140,6 @@ def _rank(rank: int, port: int, case: str) -> None:
         with pytest.raises(ValueError, match=r"cp = 2 must divide the sequence length 63 \(the data folder's meta.json"):
             sequence_shard(SEQ_LEN - 1, group)
         {"attention": _check_attention, "model": _check_model}[case](model, shard, group)
-    finally:
-        torch.distributed.destroy_process_group()
 
 
 @pytest.mark.parametrize("case", ["attention", "model"])

@@ -9,10 +9,9 @@ data ranks' tokens as the reference."""
 from __future__ import annotations
 
 import copy
-import os
 
 import torch
-from conftest import assert_close_named, free_port
+from conftest import assert_close_named, free_port, gloo_rank
 
 WORLD = 4
 TOKENS = 24
@@ -33,20 +32,15 @@ def _inputs(data_rank: int, config):
 
 
 def _rank(rank: int, port: int) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.distributed.init_process_group("gloo", rank=rank, world_size=WORLD)
-    try:
+    with gloo_rank(rank, WORLD, port):
         from torch.distributed.tensor import DTensor, Shard
 
-        import ascend_kernels
         from trex_cli.models.deepseek_v4.config import get_flavor
         from trex_cli.models.deepseek_v4.model import Experts
         from trex_cli.train.expert_parallel import ExpertParallelExperts
         from trex_cli.train.optim import global_grad_norm
         from trex_cli.train.parallel_dims import ParallelDims
 
-        torch.set_num_threads(1)
-        ascend_kernels.configure("reference")
         config = get_flavor("tiny")
         dims = ParallelDims(dp_shard=2, tp=2, ep=2, etp=2)
         assert (dims.edp, dims.expert_coordinates(rank)["etp"]) == (1, dims.dense_coordinates(rank)["tp"])
@@ -95,8 +89,6 @@ def _rank(rank: int, port: int) -> None:
         norm = global_grad_norm(list(split.parameters()), dims.ranks_per_stage)
         expected_norm = torch.cat([w.grad.flatten() for w in reference.parameters()]).norm()
         assert_close_named(norm, expected_norm, "global gradient norm")
-    finally:
-        torch.distributed.destroy_process_group()
 
 
 def test_expert_tensor_parallel_matches_the_unsplit_experts():

@@ -16,11 +16,10 @@ are `test_train_parallel.py`'s layouts."""
 from __future__ import annotations
 
 import copy
-import os
 
 import pytest
 import torch
-from conftest import assert_close_named, free_port
+from conftest import assert_close_named, free_port, gloo_rank
 
 WORLD = 2
 
@@ -118,18 +117,10 @@ def _parity(rank: int, mesh) -> None:
 
 
 def _rank(rank: int, port: int) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.distributed.init_process_group("gloo", rank=rank, world_size=WORLD)
-    try:
+    with gloo_rank(rank, WORLD, port):
         from torch.distributed.device_mesh import init_device_mesh
 
-        import ascend_kernels
-
-        torch.set_num_threads(1)
-        ascend_kernels.configure("reference")
         _parity(rank, init_device_mesh("cpu", (WORLD,), mesh_dim_names=("tp",)))
-    finally:
-        torch.distributed.destroy_process_group()
 
 
 def test_sequence_parallel_splits_positions_and_matches_one_process():

@@ -22,12 +22,20 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import shutil
 
 import pytest
 import torch
-from conftest import TINY_FP32, assert_close_named, fake_rank, free_port, losses, make_data_folder, run_trex
+from conftest import (
+    TINY_FP32,
+    assert_close_named,
+    fake_rank,
+    free_port,
+    gloo_rank,
+    losses,
+    make_data_folder,
+    run_trex,
+)
 
 WORLD = 2
 
@@ -126,21 +134,13 @@ def _uneven_vocabulary_refused(mesh) -> None:
 
 
 def _rank(rank: int, port: int) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.distributed.init_process_group("gloo", rank=rank, world_size=WORLD)
-    try:
+    with gloo_rank(rank, WORLD, port):
         from torch.distributed.device_mesh import init_device_mesh
 
-        import ascend_kernels
-
-        torch.set_num_threads(1)
-        ascend_kernels.configure("reference")
         mesh = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("tp",))
         _loss_parity(rank, mesh)
         _model_parity(rank, mesh)
         _uneven_vocabulary_refused(mesh)
-    finally:
-        torch.distributed.destroy_process_group()
 
 
 def test_vocabulary_parallel_embedding_head_and_loss_match_one_process():
