@@ -459,6 +459,11 @@ class HFGenerator(Generator):
         from trex_cli.models.deepseek_v4.state_dict_adapter import load_model
 
         device = self._device()
+        if device.type == "cpu":
+            # decoding allocates and frees the same activations every token, as a training step does
+            from trex_cli.train.host_memory import keep_freed_memory
+
+            keep_freed_memory()
         # bf16 on accelerators; float32 on CPU, where it runs faster than bf16 matmuls without AMX paths
         dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
         self._model = load_model(self.checkpoint, dtype=dtype, device=device)
