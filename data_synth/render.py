@@ -205,26 +205,17 @@ def render_program(family: ProblemFamily, data: dict, representation: str,
     if style.library == "gurobipy":
         imports = "import gurobipy as gp\nfrom gurobipy import GRB\n"
         if representation == "file":
-            head = f'import json\n\n{imports}\nwith open("data.json") as f:\n    data = json.load(f)\n{_fields_comment(data)}'
+            head = f'import json\n\n{imports}\nwith open("data.json") as f:\n    data = json.load(f)\n'
         else:
             head = f"{imports}\ndata = {pprint.pformat(data, width=100, sort_dicts=False)}\n"
         return f"{head}\n{_model_body(family, data, style)}\n{_GUROBIPY_FOOTERS[style.footer]}"
     if representation == "file":
-        head = ('import json\n\nimport pyomo.environ as pyo\n\nwith open("data.json") as f:\n    data = json.load(f)\n'
-                + _fields_comment(data))
+        head = 'import json\n\nimport pyomo.environ as pyo\n\nwith open("data.json") as f:\n    data = json.load(f)\n'
     else:
         literal = pprint.pformat(data, width=100, sort_dicts=False)
         head = f"import pyomo.environ as pyo\n\ndata = {literal}\n"
     footer = _FOOTERS[style.footer].format(solver=solver_name(family, data))
     return f"{head}\n{_model_body(family, data, style)}\n{footer}"
-
-
-def _fields_comment(data: dict) -> str:
-    """The comment a data-file program opens with: the fields this instance's data.json has, in its
-    order. The program names what it was given before it models it (which optional fields, so which
-    constraint groups, are there); a model that learns to write programs copies that line from the
-    file it is shown before it decides the family and the variants."""
-    return f"# data.json's fields: {', '.join(data)}\n"
 
 
 def program_data(data: dict, representation: str) -> dict | None:
