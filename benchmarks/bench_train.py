@@ -19,7 +19,7 @@ figure is its fastest timed step. MFU is
 model FLOPs per second (the model's Megatron count for this sequence length) over the bf16 matmul
 peak measured at the start of this run.
 
-The trex process sets its host allocator policy as `trex train` does (trex_cli/train/host_memory.py:
+The trex process sets its host allocator policy as `trex train` does (trex_cli/host_memory.py:
 freed memory stays in the process). For transparency transformers is also run a second time under
 that same policy, so the table shows how much of the ratio is the engine and how much the allocator.
 """
@@ -77,7 +77,7 @@ def _trex_side(batch: int, seq_len: int, steps: int, warmup: int, full_objective
 
 def _transformers_side(batch: int, seq_len: int, steps: int, warmup: int, keep_freed_memory: bool, queue) -> None:
     if keep_freed_memory:
-        from trex_cli.train.host_memory import keep_freed_memory as apply_policy
+        from trex_cli.host_memory import keep_freed_memory as apply_policy
 
         apply_policy()
     import torch

@@ -461,7 +461,7 @@ class HFGenerator(Generator):
         device = self._device()
         if device.type == "cpu":
             # decoding allocates and frees the same activations every token, as a training step does
-            from trex_cli.train.host_memory import keep_freed_memory
+            from trex_cli.host_memory import keep_freed_memory
 
             keep_freed_memory()
         # bf16 on accelerators; float32 on CPU, where it runs faster than bf16 matmuls without AMX paths

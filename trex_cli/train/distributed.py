@@ -85,7 +85,7 @@ def init_distributed(parallel: ParallelSection) -> Distributed:
     """Join the torchrun job named by the environment (RANK, WORLD_SIZE, MASTER_ADDR...) or start a
     one-rank group in this process; build both meshes. Every training process comes through here, so
     this is also where it sets its host allocator policy (host_memory.py)."""
-    from trex_cli.train.host_memory import keep_freed_memory
+    from trex_cli.host_memory import keep_freed_memory
 
     keep_freed_memory()
     device_type, backend = detect_device()

@@ -44,13 +44,13 @@ import torch.distributed as dist
 from torch.distributed.fsdp import FSDPModule
 
 from trex_cli.console import out
+from trex_cli.host_memory import peak_rss_kib, start_peak_measurement
 from trex_cli.models.deepseek_v4.model import total_loss
 from trex_cli.train.checkpoint import Checkpointer
 from trex_cli.train.config import StageSchedule, TrainSection
 from trex_cli.train.data import MicroBatch, TrainData, check_batch_sizes
 from trex_cli.train.distributed import Distributed
 from trex_cli.train.expert_bias import ExpertBiasUpdate
-from trex_cli.train.host_memory import peak_rss_kib, start_peak_measurement
 from trex_cli.train.job import TrainJob
 from trex_cli.train.meta_init import InitialWeights, materialize, meta_model
 from trex_cli.train.metrics import MetricsLogger, device_peak, flops_per_token, peak_memory_bytes
