@@ -29,9 +29,7 @@ from pathlib import Path
 
 _M_TRIM_THRESHOLD = -1
 _M_TOP_PAD = -2
-_M_MMAP_THRESHOLD = -3
-_M_MMAP_MAX = -4
-_MMAP_THRESHOLD_LIMIT = 32 << 20  # glibc refuses larger values (HEAP_MAX_SIZE / 2 on 64-bit)
+_M_MMAP_MAX = -4  # 0: no block is ever mmapped, so the (adaptive) mmap threshold no longer matters
 _NEVER_TRIM = -1  # mallopt(3): -1 disables trimming completely
 _TOP_PAD = 64 << 20  # grow the heap in 64 MiB steps
 
@@ -57,7 +55,6 @@ def keep_freed_memory() -> bool:
     _state = all(
         libc.mallopt(option, value) == 1
         for option, value in (
-            (_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_LIMIT),
             (_M_TRIM_THRESHOLD, _NEVER_TRIM),
             (_M_TOP_PAD, _TOP_PAD),
             (_M_MMAP_MAX, 0),
