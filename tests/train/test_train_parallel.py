@@ -57,6 +57,8 @@ LAYOUTS = {
     # ... on by default, with attention, MoE and mHC recomputed in the backward pass (the gather before
     # attention and the MoE's hooks run again there)
     "tp2_recompute_sp": ("2", ["train.parallel.tp=2", 'train.parallel.activation_checkpoint=["attention", "moe", "mhc"]']),
+    # whole blocks recomputed inside FSDP's units (the block checkpoints itself; FSDP's hooks run once)
+    "fsdp2_full_recompute": ("2", ['train.parallel.activation_checkpoint="full"']),
 }
 
 

@@ -27,8 +27,9 @@ Under sequence parallel (`[train.parallel] sequence_parallel`) the tensor ranks 
 at the MoE layer already, so nothing is split: each routes its own. With expert-tensor parallel too,
 each etp rank gathers the etp group's tokens (and router choices) before the dispatch and keeps its own
 rows of the summed partial outputs after it (a reduce-scatter; backward the reverse), Megatron's
-all-gather / reduce-scatter around the experts. The shared expert then runs after the dispatch (its
-own tensor-parallel gather and reduce-scatter are not overlapped with it).
+all-gather / reduce-scatter around the experts. The shared expert runs on the rank's own tokens while
+the dispatch is in flight, its own tensor-parallel gather and reduce-scatter included
+(`SharedExpertOverlap`), as without sequence parallel.
 
 Expert-tensor parallel (`etp = tp`, Megatron's ETP): the etp group is the tensor group, whose ranks
 hold the same tokens. Each expert's w1/w3 are split by rows of the intermediate dim and w2 by its
@@ -42,6 +43,8 @@ router weights are partial sums over the slices (all-reduced over etp).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as functional_collectives
@@ -52,29 +55,46 @@ from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 from trex_cli.train.optim import EXPERT_PARALLEL_ATTRIBUTE
 
 
+def _token_key(tokens: torch.Tensor) -> tuple:
+    return (tokens.data_ptr(), tuple(tokens.shape), tuple(tokens.stride()), tokens.dtype)
+
+
+class _TakesEarlyResult:
+    """A shared expert whose output may have been computed early (`SharedExpertOverlap`): called on the
+    same tokens, it returns that result once, without running again (hooks included); on any other input
+    it runs as usual."""
+
+    early_result: tuple[tuple, torch.Tensor] | None = None
+
+    def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
+        early, self.early_result = self.early_result, None
+        if early is not None and early[0] == _token_key(tokens):
+            return early[1]
+        return super().__call__(tokens)
+
+
+@functools.cache
+def with_mixin(mixin: type, base: type) -> type:
+    """`base` with `mixin`'s methods first, for a module that must compute differently under a parallel
+    layout: the module keeps its parameters, buffers, names, hooks and state dict, and its own code runs
+    through `super()` (how `fully_shard` turns a module into an FSDPModule)."""
+    return type(f"{mixin.__name__.strip('_')}{base.__name__}", (mixin, base), {})
+
+
 class SharedExpertOverlap:
     """Lets the expert-parallel dispatch compute a layer's shared expert while the token all-to-all is
-    in flight. It replaces the shared expert's `forward` on the instance (names, hooks and state dicts
-    stay as they are); when the model then calls the shared expert on the same tokens, the early
-    result is returned, and on any other input it computes as usual."""
+    in flight. The shared expert becomes a `_TakesEarlyResult` module of its own class (its names, hooks
+    and state dict stay as they are; how `fully_shard` turns a module into an FSDPModule); the early call
+    runs it whole, hooks included (under sequence parallel: the gather of the tensor ranks' tokens before
+    it and the reduce-scatter after `w2`), and when the model then calls it on the same tokens, that
+    result is returned."""
 
     def __init__(self, shared: nn.Module):
-        self.original_forward = shared.forward
-        self._early: tuple[tuple, torch.Tensor] | None = None
-        shared.forward = self.forward
-
-    @staticmethod
-    def _key(tokens: torch.Tensor) -> tuple:
-        return (tokens.data_ptr(), tuple(tokens.shape), tuple(tokens.stride()), tokens.dtype)
+        shared.__class__ = with_mixin(_TakesEarlyResult, type(shared))
+        self.shared = shared
 
     def compute_early(self, tokens: torch.Tensor) -> None:
-        self._early = (self._key(tokens), self.original_forward(tokens))
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        early, self._early = self._early, None
-        if early is not None and early[0] == self._key(tokens):
-            return early[1]
-        return self.original_forward(tokens)
+        self.shared.early_result = (_token_key(tokens), super(_TakesEarlyResult, self.shared).__call__(tokens))
 
 
 def _pad_rows(tensor: torch.Tensor, rows: int) -> torch.Tensor:
@@ -284,8 +304,8 @@ class ExpertParallelExperts(nn.Module):
                 gathered,
                 _gather_equal_rows(topk_ids, self.etp_group),
                 _GatherFromSequenceRanks.apply(topk_weights, self.etp_group),
-                gathered,
-                None,  # the shared expert takes this rank's own tokens, not the gathered ones
+                tokens,  # the shared expert takes this rank's own tokens, not the gathered ones
+                shared,
             )
             return _ReduceScatterToSequenceRanks.apply(partial, self.etp_group)
         if self.etp_group is not None:

@@ -23,6 +23,12 @@ trainer applies it to a model on the meta device, whose shards get storage and w
    Context-parallel ranks join the data ranks in FSDP's mesh (dp_shard x cp, as `ParallelDims`'s
    `dense_shard_group` counts them): they hold the same parameters and their gradients add up.
 
+Every split is declared as a parallel style applied by `parallelize_module` (torch's, and this module's
+`HeadParallelAttention` and `VocabRowsEmbedding`); no method of a module instance is replaced. Where a
+module must compute differently (attention on local heads, the embedding on local rows, a shared expert
+that returns an early result: `expert_parallel.py`), the style gives it a subclass of its own class, as
+`fully_shard` does, so its names, hooks and state dict stay as they are.
+
 Tensor parallel attention: the query projection is split by heads (column-wise), the grouped low-rank
 output projection `wo_a` by its groups of heads, `wo_b` row-wise, the per-head sink by heads; each
 rank then runs the model's own attention code on its heads. The key/value path, compressors and the
@@ -88,15 +94,15 @@ from torch.distributed.tensor.parallel import (
     RowwiseParallel,
     parallelize_module,
 )
+from torch.distributed.tensor.parallel.style import ParallelStyle
 from torch.nn.utils import stateless
-from torch.utils.checkpoint import checkpoint
 
 from trex_cli.console import warn
 from trex_cli.models.deepseek_v4 import vocab_parallel
 from trex_cli.models.deepseek_v4.model import SequenceShard, _outside_backward
 from trex_cli.train.config import ParallelSection
 from trex_cli.train.distributed import Distributed
-from trex_cli.train.expert_parallel import SumOverRanks, apply_expert_parallel, blocks_of
+from trex_cli.train.expert_parallel import SumOverRanks, apply_expert_parallel, blocks_of, with_mixin
 
 # ---- 1. tensor parallel ---------------------------------------------------------------------------
 
@@ -105,18 +111,6 @@ def _shard_parameter(module: nn.Module, name: str, mesh) -> None:
     parameter = getattr(module, name)
     sharded = nn.Parameter(distribute_tensor(parameter.detach(), mesh, [Shard(0)]), parameter.requires_grad)
     module.register_parameter(name, sharded)
-
-
-def _attention_on_local_heads(attention: nn.Module, *args, **kwargs):
-    """Run the model's attention with `wo_a.weight` and `attn_sink` swapped for this rank's shards:
-    the model reads them as tensors (an einsum, not a module call), so they must be plain local
-    tensors there; `to_local` keeps the gradient path to the sharded parameters."""
-    local = {
-        "wo_a.weight": attention.wo_a.weight.to_local(),
-        "attn_sink": attention.attn_sink.to_local(),
-    }
-    with stateless._reparametrize_module(attention, local):
-        return type(attention).forward(attention, *args, **kwargs)
 
 
 class _SharedAcrossHeads(torch.autograd.Function):
@@ -143,13 +137,74 @@ def _shared_across_heads_hook(group):
     return hook
 
 
-def _indexer_kl_over_all_heads(model_indexer_kl, tp_group, query, *args):
-    """The indexer's KL target averages the attention over every head; under TP a rank holds only its
-    heads, so gather them first (the target carries no gradient, nor does this gather)."""
-    import torch.distributed._functional_collectives as functional_collectives
+class _OnLocalHeads:
+    """An attention module whose heads are split over the TP ranks: its forward runs the model's code with
+    `wo_a.weight` and `attn_sink` as this rank's local shards (the model reads them as tensors, in an
+    einsum, not through a module call, so they must be plain tensors there; `to_local` keeps the gradient
+    path to the sharded parameters), and the indexer's KL target, an average over every head, sees all of
+    them (gathered; the target carries no gradient, nor does the gather)."""
 
-    all_heads = functional_collectives.all_gather_single(query.detach().contiguous(), gather_dim=2, group=tp_group)
-    return model_indexer_kl(all_heads, *args)
+    def forward(self, *args, **kwargs):
+        local = {"wo_a.weight": self.wo_a.weight.to_local(), "attn_sink": self.attn_sink.to_local()}
+        with stateless._reparametrize_module(self, local):
+            return super().forward(*args, **kwargs)
+
+    def _indexer_kl(self, query, *args):
+        import torch.distributed._functional_collectives as functional_collectives
+
+        all_heads = functional_collectives.all_gather_single(query.detach().contiguous(), gather_dim=2,
+                                                             group=self.tensor_parallel_group)
+        return super()._indexer_kl(all_heads, *args)
+
+
+class HeadParallelAttention(ParallelStyle):
+    """Tensor parallel for one V4 attention layer, as a style for `parallelize_module`: the query heads
+    (`wq_b` column-wise), the grouped output projection `wo_a` by its groups, `wo_b` row-wise (its
+    partial sums reduce-scattered along the sequence under `sequence_parallel`, all-reduced otherwise)
+    and the per-head sink split over the ranks; the shared KV head and the compressed entries stay whole,
+    their gradients summed over the ranks where they enter the attention (`_SharedAcrossHeads`). The
+    module becomes an `_OnLocalHeads` attention of its own class (see there)."""
+
+    def __init__(self, sequence_parallel: bool = False):
+        self.sequence_parallel = sequence_parallel
+
+    def _apply(self, module: nn.Module, device_mesh) -> nn.Module:
+        tp, config = device_mesh.size(), module.config
+        wo_b = RowwiseParallel(output_layouts=Shard(1)) if self.sequence_parallel else RowwiseParallel()
+        parallelize_module(module, device_mesh, {"wq_b": ColwiseParallel(), "wo_b": wo_b})
+        _shard_parameter(module.wo_a, "weight", device_mesh)
+        _shard_parameter(module, "attn_sink", device_mesh)
+        module.heads = config.num_attention_heads // tp
+        module.config = dataclasses.replace(config, o_groups=config.o_groups // tp)  # every other field is the model's
+        module.tensor_parallel_group = group = device_mesh.get_group()
+        module.kv_norm.register_forward_hook(_shared_across_heads_hook(group))
+        if getattr(module, "compressor", None) is not None:
+            module.compressor.register_forward_hook(_shared_across_heads_hook(group))
+        module.__class__ = with_mixin(_OnLocalHeads, type(module))
+        return module
+
+
+class _OnLocalRows:
+    """An embedding whose table is split by vocabulary rows over the TP ranks (see `VocabRowsEmbedding`)."""
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return vocab_parallel.embedding(input_ids, self.weight, self.scatter_dim)
+
+
+class VocabRowsEmbedding(ParallelStyle):
+    """Megatron's vocab-parallel embedding as a style: the table split by rows, the ids whole on every
+    tensor rank; each rank looks up its rows (an id outside them reads zeros) and the ranks' rows are
+    summed, or reduce-scattered along the sequence under `sequence_parallel` (each rank keeps its part).
+    Not torch's RowwiseParallel: its backward forms the whole table's gradient on every rank."""
+
+    def __init__(self, sequence_parallel: bool = False):
+        self.sequence_parallel = sequence_parallel
+
+    def _apply(self, module: nn.Module, device_mesh) -> nn.Module:
+        _shard_parameter(module, "weight", device_mesh)
+        module.scatter_dim = 1 if self.sequence_parallel else None
+        module.__class__ = with_mixin(_OnLocalRows, type(module))
+        return module
 
 
 def apply_tensor_parallel(model: nn.Module, tp_mesh, sequence_parallel: bool = False) -> None:
@@ -166,25 +221,8 @@ def apply_tensor_parallel(model: nn.Module, tp_mesh, sequence_parallel: bool = F
         )
     if config.moe_intermediate_size * config.n_shared_experts % tp:
         raise ValueError(f"[train.parallel] tp = {tp} must divide the shared expert width")
-    local_config = dataclasses.replace(config, o_groups=config.o_groups // tp)
     for block in blocks_of(model):
-        attention = block.attn
-        # under sequence parallel wo_b's partial sums are reduce-scattered along the sequence (dim 1)
-        wo_b = RowwiseParallel(output_layouts=Shard(1)) if sequence_parallel else RowwiseParallel()
-        parallelize_module(attention, tp_mesh, {"wq_b": ColwiseParallel(), "wo_b": wo_b})
-        _shard_parameter(attention.wo_a, "weight", tp_mesh)
-        _shard_parameter(attention, "attn_sink", tp_mesh)
-        attention.heads = config.num_attention_heads // tp
-        attention.config = local_config  # o_groups per rank; every other field is the model's
-        attention.forward = functools.partial(_attention_on_local_heads, attention)
-        group = tp_mesh.get_group()
-        attention.kv_norm.register_forward_hook(_shared_across_heads_hook(group))
-        if getattr(attention, "compressor", None) is not None:
-            attention.compressor.register_forward_hook(_shared_across_heads_hook(group))
-        if getattr(attention, "indexer", None) is not None:
-            attention._indexer_kl = functools.partial(
-                _indexer_kl_over_all_heads, type(attention)._indexer_kl, tp_mesh.get_group()
-            )
+        parallelize_module(block.attn, tp_mesh, HeadParallelAttention(sequence_parallel))
         shared = block.ffn.shared_experts
         if sequence_parallel:
             # the MoE's tokens [N / tp, D] (this rank's, flattened): gathered once for w1 and w3, and w2's
@@ -209,18 +247,10 @@ def apply_vocabulary_parallel(model: nn.Module, tp_mesh, sequence_parallel: bool
             f"vocabulary (and the checkpoint's embed / head rows) to a multiple of {tp}"
         )
     if getattr(model, "embed", None) is not None:
-        # ids arrive whole on every tensor rank; each looks up its rows, the rows are summed. Not torch's
-        # RowwiseParallel: its backward forms the whole table's gradient on every rank.
-        # (Under sequence parallel the sum is a reduce-scatter along the sequence: each rank keeps its part.)
-        _shard_parameter(model.embed, "weight", tp_mesh)
-        model.embed.forward = functools.partial(_embedding_on_local_rows, model.embed, 1 if sequence_parallel else None)
+        parallelize_module(model.embed, tp_mesh, VocabRowsEmbedding(sequence_parallel))
     if getattr(model, "head", None) is not None:
         # the loss reads head.weight's local rows itself; a call of the module gathers whole logits
         parallelize_module(model.head, tp_mesh, ColwiseParallel(output_layouts=Replicate()))
-
-
-def _embedding_on_local_rows(embedding: nn.Embedding, scatter_dim: int | None, input_ids: torch.Tensor) -> torch.Tensor:
-    return vocab_parallel.embedding(input_ids, embedding.weight, scatter_dim)
 
 
 # ---- 1b. sequence parallel ------------------------------------------------------------------------
@@ -294,7 +324,12 @@ def apply_sequence_parallel(model: nn.Module, tp_mesh) -> None:
       `wo_b` reduce-scatters (set by `apply_tensor_parallel`). The backward of the gather keeps this
       rank's part of the gradient: inside attention the gradients that reach its input are already
       summed over the TP ranks (the replicated KV path, `_SharedAcrossHeads`, and ColwiseParallel's
-      input), so they are the same on every rank;
+      input), so they are the same on every rank. Those sums are all-reduces of the narrow tensors the
+      heads read (the query's low-rank residual, the KV head, the compressed entries) instead of
+      Megatron's one reduce-scatter of the hidden-wide input gradient, and they move less: per token
+      and tensor rank, 2 x (1024 + 512 + 128) = 3,328 elements x (tp-1)/tp on a V4-Flash CSA layer against
+      4,096 x (tp-1)/tp, and 2 x (1536 + 512 + 128) = 4,352 against 7,168 on V4-Pro (q_lora_rank, head_dim,
+      head_dim / 4 compressed entries; hidden_size), at the price of three collectives instead of one;
     - the MoE: the router, the routed experts and the shared expert's gather / reduce-scatter work on
       the rank's own tokens (a pre-hook hands the MoE the context of its positions: input ids for hash
       routing, the counts of the balance loss); its balance loss and expert load are summed over TP;
@@ -355,16 +390,13 @@ class SequenceParallelGradients:
 # ---- 3. activation checkpointing ------------------------------------------------------------------
 
 
-def _checkpointed_forward(module_forward, *args, **kwargs):
-    return checkpoint(module_forward, *args, use_reentrant=False, **kwargs)
-
-
 def apply_activation_checkpointing(model: nn.Module, mode: str | list[str], every: int) -> int:
     """Recompute whole blocks, or chosen parts of every block, in the backward pass instead of keeping
-    their activations; returns how many blocks recompute something. Whole blocks: the block's `forward`
-    is replaced on the instance so parameter names (and checkpoints) do not change. Parts (a list of
-    "attention", "moe", "mhc"): the block checkpoints exactly those calls itself (`Block.recompute`),
-    so a part's module runs its forward again, hooks included, in the backward pass."""
+    their activations; returns how many blocks recompute something. Declared on each block
+    (`Block.recompute`: "block" for the whole block, or any of "attention", "moe", "mhc"), which
+    checkpoints exactly those calls itself, so parameter names (and checkpoints) do not change, hooks
+    around the block (FSDP's) run once, and a part's module runs its forward again, hooks included, in
+    the backward pass."""
     if isinstance(mode, list | tuple):
         for block in blocks_of(model):
             block.recompute = frozenset(mode)
@@ -376,7 +408,7 @@ def apply_activation_checkpointing(model: nn.Module, mode: str | list[str], ever
     count = 0
     for index, block in enumerate(blocks_of(model)):
         if mode == "full" or index % every == 0:
-            block.forward = functools.partial(_checkpointed_forward, block.forward)
+            block.recompute = frozenset({"block"})
             count += 1
     return count
 
@@ -538,10 +570,10 @@ def apply_model_parallel(model: nn.Module, distributed: Distributed) -> None:
     if dims.ep > 1 or dims.etp > 1:
         token_split = distributed.dense_mesh["tp"] if dims.experts_split_tokens_over_tp else None
         ep_etp = distributed.expert_mesh["ep", "etp"] if dims.etp > 1 else None
-        # under sequence parallel the shared expert gathers its own tokens: no overlap with the dispatch
+        # the shared expert runs while the dispatch is in flight (under sequence parallel with its gather
+        # and reduce-scatter over the tensor ranks: `SharedExpertOverlap`)
         apply_expert_parallel(
-            model, distributed.expert_mesh["ep"], token_split, overlap_shared=not sequence_parallel,
-            ep_etp_mesh=ep_etp, sequence_parallel=sequence_parallel,
+            model, distributed.expert_mesh["ep"], token_split, ep_etp_mesh=ep_etp, sequence_parallel=sequence_parallel,
         )
     if sequence_parallel:
         apply_sequence_parallel(model, distributed.dense_mesh["tp"])

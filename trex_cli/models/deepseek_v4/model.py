@@ -592,9 +592,10 @@ class Block(nn.Module):
             self.register_parameter(f"hc_{site}_fn", nn.Parameter(torch.empty((2 + n) * n, width, dtype=torch.float32)))
             self.register_parameter(f"hc_{site}_base", nn.Parameter(torch.zeros((2 + n) * n, dtype=torch.float32)))
             self.register_parameter(f"hc_{site}_scale", nn.Parameter(torch.ones(3, dtype=torch.float32)))
-        # parts recomputed in the backward pass instead of keeping their activations: any of "attention"
-        # (the attention module), "moe" (the MoE module), "mhc" (the hyper-connection mixing around both);
-        # set by the trainer's activation checkpointing (trex_cli/train/parallelize.py)
+        # parts recomputed in the backward pass instead of keeping their activations: "block" (the whole
+        # block: only its input is kept) or any of "attention" (the attention module), "moe" (the MoE
+        # module), "mhc" (the hyper-connection mixing around both); set by the trainer's activation
+        # checkpointing (trex_cli/train/parallelize.py)
         self.recompute: frozenset[str] = frozenset()
 
     def _run(self, part: str, function, *args):
@@ -620,7 +621,12 @@ class Block(nn.Module):
         out = self._run("attention" if site == "attn" else "moe", sublayer, norm(collapsed), ctx)
         return self._run("mhc", kernels.hc_post, out, post, comb, streams)
 
-    def forward(self, streams: torch.Tensor, ctx: _Context) -> torch.Tensor:
+    def forward(self, *inputs) -> torch.Tensor:
+        """The block's output (`compute`), recomputed in the backward pass when the whole block is
+        ("block" in `recompute`): called through the module, so hooks around it (FSDP's) run once."""
+        return self._run("block", self.compute, *inputs)
+
+    def compute(self, streams: torch.Tensor, ctx: _Context) -> torch.Tensor:
         streams = self._wrapped(streams, "attn", self.attn, self.attn_norm, ctx)
         return self._wrapped(streams, "ffn", self.ffn, self.ffn_norm, ctx)
 
@@ -662,9 +668,9 @@ class MTPBlock(Block):
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         _head_parameters(self, config)
 
-    def forward(self, streams: torch.Tensor, next_embeddings: torch.Tensor, ctx: _Context) -> torch.Tensor:
+    def compute(self, streams: torch.Tensor, next_embeddings: torch.Tensor, ctx: _Context) -> torch.Tensor:
         mixed = self.e_proj(self.enorm(next_embeddings)).unsqueeze(2) + self.h_proj(self.hnorm(streams))
-        mixed = super().forward(mixed, ctx)
+        mixed = super().compute(mixed, ctx)
         return self.norm(HyperHead.collapse(mixed, self.hc_head_fn, self.hc_head_base, self.hc_head_scale, self.config))
 
 
