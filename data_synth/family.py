@@ -377,6 +377,18 @@ def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def plural(unit: str) -> str:
+    """The plural of a unit of measure as statements write it: "batch" -> "batches", "tonne" -> "tonnes";
+    a unit already ending in "s" ("thousand litres", "Gbps") stays as it is."""
+    if unit.endswith("s"):
+        return unit
+    if unit.endswith(("ch", "sh", "x", "z")):
+        return unit + "es"
+    if len(unit) > 1 and unit.endswith("y") and unit[-2] not in "aeiou":
+        return unit[:-1] + "ies"
+    return unit + "s"
+
+
 def join_names(names: list[str]) -> str:
     names = [str(n) for n in names]
     if len(names) <= 2:

@@ -19,6 +19,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -280,23 +281,23 @@ model.max_tasks_per_agent = pyo.Constraint(data["agents"], rule=max_tasks_per_ag
         agents, tasks = data["agents"], data["tasks"]
         agent_word, task_word, unit = words["agent_word"], words["task_word"], words["cost_unit"]
         intro = {
-            "consulting": f"{words['company'].capitalize()} must staff {len(tasks)} client {task_word}s "
-                          f"({join_names(tasks)}) with its {agent_word}s {join_names(agents)}.",
-            "machining": f"{words['company'].capitalize()} has {len(tasks)} {task_word}s ({join_names(tasks)}) "
-                         f"to place on its {agent_word}s {join_names(agents)}.",
-            "ambulances": f"{words['company'].capitalize()} has {len(tasks)} open {task_word}s "
-                          f"({join_names(tasks)}) and free {agent_word}s {join_names(agents)}.",
+            "consulting": f"{words['company'].capitalize()} must staff {len(tasks)} client {plural(task_word)} "
+                          f"({join_names(tasks)}) with its {plural(agent_word)} {join_names(agents)}.",
+            "machining": f"{words['company'].capitalize()} has {len(tasks)} {plural(task_word)} ({join_names(tasks)}) "
+                         f"to place on its {plural(agent_word)} {join_names(agents)}.",
+            "ambulances": f"{words['company'].capitalize()} has {len(tasks)} open {plural(task_word)} "
+                          f"({join_names(tasks)}) and free {plural(agent_word)} {join_names(agents)}.",
             # the eval scenarios' own openings
-            "translation": f"{words['company'].capitalize()} is handing out {len(tasks)} {task_word}s "
-                           f"({join_names(tasks)}) to its freelance {agent_word}s {join_names(agents)}.",
-            "quay_cranes": f"{words['company'].capitalize()} is lining up its {agent_word}s {join_names(agents)} "
-                           f"for {len(tasks)} arriving {task_word}s ({join_names(tasks)}).",
-            "home_care": f"{words['company'].capitalize()} is sharing out {len(tasks)} {task_word}s "
-                         f"({join_names(tasks)}) among its {agent_word}s {join_names(agents)}.",
+            "translation": f"{words['company'].capitalize()} is handing out {len(tasks)} {plural(task_word)} "
+                           f"({join_names(tasks)}) to its freelance {plural(agent_word)} {join_names(agents)}.",
+            "quay_cranes": f"{words['company'].capitalize()} is lining up its {plural(agent_word)} {join_names(agents)} "
+                           f"for {len(tasks)} arriving {plural(task_word)} ({join_names(tasks)}).",
+            "home_care": f"{words['company'].capitalize()} is sharing out {len(tasks)} {plural(task_word)} "
+                         f"({join_names(tasks)}) among its {plural(agent_word)} {join_names(agents)}.",
         }[scenario.key]
         if "max_tasks" in data:
             rule = (f"Every {task_word} needs exactly one {agent_word}, and each {agent_word} can take up to "
-                    f"{fmt(data['max_tasks'])} {task_word}s.")
+                    f"{fmt(data['max_tasks'])} {plural(task_word)}.")
         else:
             rule = (f"Every {task_word} needs exactly one {agent_word}, and each {agent_word} can take at most "
                     f"one {task_word}.")

@@ -19,6 +19,7 @@ from data_synth.family import (
     describe_data_file,
     fmt,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -265,27 +266,27 @@ model.item_order = pyo.Constraint(range(len(items)), rule=item_order)
         n_bins, capacity = len(data["bins"]), fmt(data["capacity"])
         intro = {
             "freight": f"{words['company'].capitalize()} must {words['task']}. It has {n_bins} identical "
-                       f"{bin_}s available, each able to carry at most {capacity} {unit}.",
+                       f"{plural(bin_)} available, each able to carry at most {capacity} {unit}.",
             "cloud": f"{words['company'].capitalize()} needs to {words['task']}. Up to {n_bins} identical "
-                     f"{bin_}s can be switched on, each with {capacity} {unit}; a {item} cannot be split "
-                     f"across {bin_}s.",
+                     f"{plural(bin_)} can be switched on, each with {capacity} {unit}; a {item} cannot be split "
+                     f"across {plural(bin_)}.",
             "warehouse": f"The shipping team of {words['company']} wants to {words['task']}. {n_bins} "
-                         f"{bin_}s are available and each holds at most {capacity} {unit} of cartons.",
-            "cold_chain": f"{words['company'].capitalize()} has to {words['task']}. {n_bins} identical {bin_}s "
+                         f"{plural(bin_)} are available and each holds at most {capacity} {unit} of cartons.",
+            "cold_chain": f"{words['company'].capitalize()} has to {words['task']}. {n_bins} identical {plural(bin_)} "
                           f"can be loaded, and none of them takes more than {capacity} {unit}.",
             "archive": f"{words['company'].capitalize()} plans to {words['task']}. There are {n_bins} blank "
-                       f"{bin_}s of the same kind, every one of which stores {capacity} {unit}; a {item} has to "
+                       f"{plural(bin_)} of the same kind, every one of which stores {capacity} {unit}; a {item} has to "
                        f"sit on a single {bin_}.",
         }[scenario.key]
         rules = ""
         if "max_per_bin" in data:
-            rules += f" No {bin_} may hold more than {fmt(data['max_per_bin'])} {item}s."
+            rules += f" No {bin_} may hold more than {fmt(data['max_per_bin'])} {plural(item)}."
         if "conflicts" in data:
             pairs = "; ".join(f"{a} and {b}" for a, b in data["conflicts"])
-            rules += f" These pairs of {item}s must travel in different {bin_}s: {pairs}."
+            rules += f" These pairs of {plural(item)} must travel in different {plural(bin_)}: {pairs}."
         intro += rules
-        question = (f"Each {item} must go to exactly one {bin_}. What is the minimum number of {bin_}s "
-                    f"needed to hold all {item}s (minimize the number of {bin_}s used)?")
+        question = (f"Each {item} must go to exactly one {bin_}. What is the minimum number of {plural(bin_)} "
+                    f"needed to hold all {plural(item)} (minimize the number of {plural(bin_)} used)?")
         if representation == "text":
             sizes = "; ".join(f"{i}: {fmt(data['size'][i])} {unit}" for i in data["items"])
             return f"{intro} The {words['measure']} of each {item} is: {sizes}. {question}"

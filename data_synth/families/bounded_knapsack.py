@@ -19,6 +19,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -340,23 +341,23 @@ model.minimum = pyo.Constraint(list(data["minimum"]), rule=lambda model, i: mode
         resource, second_unit, _ = words["second"]
         intro = {
             "truck": f"{words['company'].capitalize()} is filling {words['capacity_word']} "
-                     f"({fmt(data['capacity'])} {unit}) with {copy}s of {join_names(items)}.",
+                     f"({fmt(data['capacity'])} {unit}) with {plural(copy)} of {join_names(items)}.",
             "shelf": f"{words['company'].capitalize()} is planning {words['capacity_word']} "
                      f"({fmt(data['capacity'])} {unit}) for {join_names(items)}.",
             "cloud": f"{words['company'].capitalize()} is filling {words['capacity_word']} "
-                     f"({fmt(data['capacity'])} {unit}) with {copy}s of the types {join_names(items)}.",
+                     f"({fmt(data['capacity'])} {unit}) with {plural(copy)} of the types {join_names(items)}.",
             "airfreight": f"{words['company'].capitalize()} is loading {words['capacity_word']} "
-                          f"({fmt(data['capacity'])} {unit}) with {copy}s of {join_names(items)}.",
+                          f"({fmt(data['capacity'])} {unit}) with {plural(copy)} of {join_names(items)}.",
             "exhibition": f"{words['company'].capitalize()} is letting out {words['capacity_word']} "
-                          f"({fmt(data['capacity'])} {unit}) as {copy}s of the formats {join_names(items)}.",
+                          f"({fmt(data['capacity'])} {unit}) as {plural(copy)} of the formats {join_names(items)}.",
             "greenhouse": f"{words['company'].capitalize()} is planting {words['capacity_word']} "
-                          f"({fmt(data['capacity'])} {unit}) with {copy}s of {join_names(items)}.",
+                          f"({fmt(data['capacity'])} {unit}) with {plural(copy)} of {join_names(items)}.",
         }[scenario.key]
-        commitments = " ".join(f"At least {fmt(v)} {copy}s of {i} are already promised." for i, v in
+        commitments = " ".join(f"At least {fmt(v)} {plural(copy)} of {i} are already promised." for i, v in
                                data["minimum"].items())
         rules = self._rules(data, words, representation)
         net = " net of the fixed costs" if "type_cost" in data else ""
-        question = (f"How many whole {copy}s of each type should be chosen to maximize the total "
+        question = (f"How many whole {plural(copy)} of each type should be chosen to maximize the total "
                     f"{words['value_word']}{net}, and what is that total?")
         if representation == "text":
             def listing_of(i: str) -> str:
@@ -374,7 +375,7 @@ model.minimum = pyo.Constraint(list(data["minimum"]), rule=lambda model, i: mode
                                               question) if part)
         if representation == "table":
             header = ["type", f"size ({unit} per {copy})",
-                      f"{words['value_word']} ({words['value_unit']} per {copy})", f"available {copy}s"]
+                      f"{words['value_word']} ({words['value_unit']} per {copy})", f"available {plural(copy)}"]
             if "second_capacity" in data:
                 header.append(f"{resource} ({second_unit} per {copy})")
             if "type_cost" in data:
@@ -394,7 +395,7 @@ model.minimum = pyo.Constraint(list(data["minimum"]), rule=lambda model, i: mode
             fields = {key: meaning for key, meaning in self.data_fields.items()
                       if key in data or "(only when" not in meaning}
             opening = " ".join(part for part in (
-                f"{words['company'].capitalize()} is filling {words['capacity_word']} with {copy}s of several "
+                f"{words['company'].capitalize()} is filling {words['capacity_word']} with {plural(copy)} of several "
                 "types.", rules, question) if part)
             return f"{opening}\n\n{describe_data_file(fields)}"
         raise ValueError(f"unknown representation {representation!r}")

@@ -23,6 +23,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -290,19 +291,19 @@ model.car = pyo.Constraint(
         participants, cars = data["participants"], data["cars"]
         person, vehicle = words["person"], words["vehicle"]
         intro = {
-            "rally": f"{words['company'].capitalize()} is placing {len(participants)} {person}s in "
-                     f"{len(cars)} {vehicle}s for {words['event']}.",
-            "test_drive": f"For {words['event']}, {words['company']} is placing {len(participants)} {person}s "
-                          f"in {len(cars)} {vehicle}s ({join_names(cars)}).",
-            "carpool": f"{words['company'].capitalize()} is placing {len(participants)} {person}s in "
-                       f"{len(cars)} {vehicle}s for {words['event']}.",
+            "rally": f"{words['company'].capitalize()} is placing {len(participants)} {plural(person)} in "
+                     f"{len(cars)} {plural(vehicle)} for {words['event']}.",
+            "test_drive": f"For {words['event']}, {words['company']} is placing {len(participants)} {plural(person)} "
+                          f"in {len(cars)} {plural(vehicle)} ({join_names(cars)}).",
+            "carpool": f"{words['company'].capitalize()} is placing {len(participants)} {plural(person)} in "
+                       f"{len(cars)} {plural(vehicle)} for {words['event']}.",
             # the eval scenarios' own openings
-            "safari": f"{words['company'].capitalize()} is sharing {len(participants)} {person}s among "
-                      f"{len(cars)} {vehicle}s for {words['event']}.",
-            "film_shoot": f"For {words['event']}, {words['company']} has to fit {len(participants)} {person}s into "
-                          f"{len(cars)} {vehicle}s ({join_names(cars)}).",
-            "wine_tour": f"{words['company'].capitalize()} is matching {len(participants)} {person}s with "
-                         f"{len(cars)} {vehicle}s for {words['event']}.",
+            "safari": f"{words['company'].capitalize()} is sharing {len(participants)} {plural(person)} among "
+                      f"{len(cars)} {plural(vehicle)} for {words['event']}.",
+            "film_shoot": f"For {words['event']}, {words['company']} has to fit {len(participants)} {plural(person)} into "
+                          f"{len(cars)} {plural(vehicle)} ({join_names(cars)}).",
+            "wine_tour": f"{words['company'].capitalize()} is matching {len(participants)} {plural(person)} with "
+                         f"{len(cars)} {plural(vehicle)} for {words['event']}.",
         }[scenario.key]
         rules = ["Each participant gets one car or none. Nobody is placed in a car they did not name."]
         if "seats" in data:

@@ -23,6 +23,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -304,18 +305,18 @@ model.conflicts = pyo.Constraint(
         words = scenario.words
         towers, areas, tower, money, people = (data["towers"], data["areas"], words["tower"], words["money"],
                                                words["people"])
-        intro = (f"{words['intro']} There are {len(towers)} candidate {tower}s and {len(areas)} areas. An area "
+        intro = (f"{words['intro']} There are {len(towers)} candidate {plural(tower)} and {len(areas)} areas. An area "
                  f"counts as covered when at least one built {tower} reaches it.")
         rules = [f"The total building cost may not exceed {fmt(data['budget'])} {money}."]
         if "max_towers" in data:
-            rules.append(f"At most {fmt(data['max_towers'])} {tower}s can be built.")
+            rules.append(f"At most {fmt(data['max_towers'])} {plural(tower)} can be built.")
         if "must_cover" in data:
             rules.append(f"These {words['must_word']} must be covered whatever it costs: "
                          f"{join_names(data['must_cover'])}.")
         if "conflicts" in data:
-            rules.append(f"These pairs of {tower}s interfere with each other and may not both be built: "
+            rules.append(f"These pairs of {plural(tower)} interfere with each other and may not both be built: "
                          + "; ".join(f"{a} and {b}" for a, b in data["conflicts"]) + ".")
-        question = (f"Which {tower}s should be built to maximize the covered population (in {people}), and how "
+        question = (f"Which {plural(tower)} should be built to maximize the covered population (in {people}), and how "
                     "large is it?")
         rules_text = " ".join(rules)
         if representation == "text":

@@ -21,6 +21,7 @@ from data_synth.family import (
     describe_data_file,
     fmt,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -324,21 +325,21 @@ model.stock = pyo.Constraint(expr=sum(model.cut[k] for k in data["patterns"]) <=
         words = scenario.words
         stock, piece, unit, measure = words["stock"], words["piece"], words["unit"], words["measure"]
         intro = {
-            "paper": f"{words['company'].capitalize()} slits {stock}s {fmt(data['stock_size'])} {unit} wide into "
-                     f"narrower {piece}s for its customers.",
-            "steel": f"{words['company'].capitalize()} slits {stock}s of {fmt(data['stock_size'])} {unit} width "
-                     f"into {piece}s for this week's orders.",
-            "lumber": f"{words['company'].capitalize()} cuts {stock}s of length {fmt(data['stock_size'])} {unit} "
-                      f"into shorter {piece}s for a building contractor.",
-            "cable": f"{words['company'].capitalize()} cuts {stock}s holding {fmt(data['stock_size'])} {unit} of "
-                     f"cable into the {piece}s its electricians have ordered.",
-            "film": f"{words['company'].capitalize()} slits {stock}s with a width of {fmt(data['stock_size'])} {unit} "
-                    f"into {piece}s for food-packaging lines.",
+            "paper": f"{words['company'].capitalize()} slits {plural(stock)} {fmt(data['stock_size'])} {unit} wide into "
+                     f"narrower {plural(piece)} for its customers.",
+            "steel": f"{words['company'].capitalize()} slits {plural(stock)} of {fmt(data['stock_size'])} {unit} width "
+                     f"into {plural(piece)} for this week's orders.",
+            "lumber": f"{words['company'].capitalize()} cuts {plural(stock)} of length {fmt(data['stock_size'])} {unit} "
+                      f"into shorter {plural(piece)} for a building contractor.",
+            "cable": f"{words['company'].capitalize()} cuts {plural(stock)} holding {fmt(data['stock_size'])} {unit} of "
+                     f"cable into the {plural(piece)} its electricians have ordered.",
+            "film": f"{words['company'].capitalize()} slits {plural(stock)} with a width of {fmt(data['stock_size'])} {unit} "
+                    f"into {plural(piece)} for food-packaging lines.",
         }[scenario.key]
         where = "given in the data" if representation == "file" else "listed below"
         surplus = "within a limit per size" if "max_surplus" in data else "allowed"
-        rule = (f"The planners only use the cutting patterns {where} (each names how many {piece}s of each "
-                f"{measure} one {stock} yields); surplus {piece}s are {surplus}.")
+        rule = (f"The planners only use the cutting patterns {where} (each names how many {plural(piece)} of each "
+                f"{measure} one {stock} yields); surplus {plural(piece)} are {surplus}.")
         limit = ""
         if "max_surplus" in data and representation == "text":
             limit += (" Surplus is limited: at most " + ", ".join(
@@ -346,7 +347,7 @@ model.stock = pyo.Constraint(expr=sum(model.cut[k] for k in data["patterns"]) <=
                 for p in data["pieces"]) + " may be made beyond the order.")
         if "stock_available" in data:
             limit += (" The stock on hand is limited." if representation == "file"
-                      else f" Only {fmt(data['stock_available'])} {stock}s are in stock.")
+                      else f" Only {fmt(data['stock_available'])} {plural(stock)} are in stock.")
         if "setup_cost" in data:
             if representation == "file":
                 limit += (f" Every {stock} has a cost, and setting the knives for a pattern costs a fixed amount "
@@ -354,11 +355,11 @@ model.stock = pyo.Constraint(expr=sum(model.cut[k] for k in data["patterns"]) <=
             else:
                 limit += (f" Every {stock} costs ${fmt(data['stock_cost'])}, and setting the knives for a pattern "
                           f"costs ${fmt(data['setup_cost'])}, paid once if the pattern is used at all.")
-            question = (f"How many {stock}s should be {words['cut']} with each pattern to fill every order at the "
+            question = (f"How many {plural(stock)} should be {words['cut']} with each pattern to fill every order at the "
                         "lowest total cost of stock and knife settings? What is that minimum cost?")
         else:
-            question = (f"How many {stock}s should be {words['cut']} with each pattern to fill every order, using "
-                        f"the fewest {stock}s? What is the minimum number of {stock}s needed?")
+            question = (f"How many {plural(stock)} should be {words['cut']} with each pattern to fill every order, using "
+                        f"the fewest {plural(stock)}? What is the minimum number of {plural(stock)} needed?")
         if representation == "text":
             orders = ", ".join(f"{fmt(data['demand'][p])} pieces of {fmt(data['piece_size'][p])} {unit}"
                                for p in data["pieces"])
@@ -389,7 +390,7 @@ model.stock = pyo.Constraint(expr=sum(model.cut[k] for k in data["patterns"]) <=
                     f"{fmt(data['demand'][p])} ordered" for p in data["pieces"]]
         text = "\n".join(lines) + "\n\nPieces: " + "; ".join(produced) + "."
         if "setup_cost" in data:
-            text += (f"\n\n{sum(n for _, n in used)} {stock}s and {len(used)} knife settings "
+            text += (f"\n\n{sum(n for _, n in used)} {plural(stock)} and {len(used)} knife settings "
                      f"(patterns used).")
         return text
 

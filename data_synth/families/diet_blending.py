@@ -20,6 +20,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -321,7 +322,7 @@ model.max_share = pyo.Constraint(
         rules = []
         if "batch_size" in data:
             rules.append("The blend is made in one batch of a fixed total size." if representation == "file" else
-                         f"The blend must add up to exactly {fmt(data['batch_size'])} {unit}s in total.")
+                         f"The blend must add up to exactly {fmt(data['batch_size'])} {plural(unit)} in total.")
         if "max_share" in data:
             if representation == "file":
                 rules.append("Some ingredients may make up only a limited share of the whole blend.")
@@ -344,9 +345,9 @@ model.max_share = pyo.Constraint(
             "fertilizer": f"{words['company'].capitalize()} prepares {words['what']} by combining "
                           f"{join_names(foods)}.",
         }[scenario.key]
-        amounts = (f"Only whole {unit}s can be used." if "whole_units" in data
+        amounts = (f"Only whole {plural(unit)} can be used." if "whole_units" in data
                    else "Fractional amounts are allowed.")
-        question = (f"How many {unit}s of each ingredient should be used to meet every requirement at the "
+        question = (f"How many {plural(unit)} of each ingredient should be used to meet every requirement at the "
                     f"lowest total cost, and what is that cost? {amounts}")
         rules = self._rules(data, scenario, representation)
         if representation == "text":
@@ -354,7 +355,7 @@ model.max_share = pyo.Constraint(
             for f in foods:
                 contains = ", ".join(f"{fmt(data['content'][n][f])} {units[n]} of {n}" for n in nutrients)
                 parts.append(f"One {unit} of {f} costs ${fmt(data['cost'][f])}, contains {contains}, and at "
-                             f"most {fmt(data['available'][f])} {unit}s of it are available.")
+                             f"most {fmt(data['available'][f])} {plural(unit)} of it are available.")
             needs = []
             for n in nutrients:
                 need = f"at least {fmt(data['minimum'][n])} {units[n]} of {n}"
@@ -367,7 +368,7 @@ model.max_share = pyo.Constraint(
         if representation == "table":
             table = markdown_table(
                 ["ingredient", f"cost ($/{unit})", *[f"{n} ({units[n]}/{unit})" for n in nutrients],
-                 f"available ({unit}s)"],
+                 f"available ({plural(unit)})"],
                 [[f, data["cost"][f], *[data["content"][n][f] for n in nutrients], data["available"][f]]
                  for f in foods])
             limits = markdown_table(

@@ -22,6 +22,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -369,16 +370,16 @@ model.min_throughput = pyo.Constraint(
             sourcing = f"Each {customer} must be supplied entirely by a single {facility}, and"
             decision = f"which {facility} should supply each {customer}"
         else:
-            sourcing = f"A {customer} may be supplied from several {facility}s, and"
+            sourcing = f"A {customer} may be supplied from several {plural(facility)}, and"
             decision = f"how many {unit} should each send to each {customer}"
-        question = (f"{sourcing} a {facility} that is not operated supplies nothing. Which {facility}s should "
+        question = (f"{sourcing} a {facility} that is not operated supplies nothing. Which {plural(facility)} should "
                     f"operate, and {decision}, to minimize the total cost (fixed costs plus shipping "
                     f"costs) per {period}? What is the minimum total cost in {money}?")
         rules = []  # the optional limits, stated in words in every representation (numbers not in a file one)
         if "max_open" in data:
             limit = fmt(data["max_open"]) if representation != "file" else "a given number of"
-            plural = "" if data["max_open"] == 1 and representation != "file" else "s"
-            rules.append(f"At most {limit} {facility}{plural} may operate.")
+            many = facility if data["max_open"] == 1 and representation != "file" else plural(facility)
+            rules.append(f"At most {limit} {many} may operate.")
         if "min_throughput" in data:
             minimum = f"A {facility} that operates must supply at least its minimum throughput per {period}"
             if representation == "file":

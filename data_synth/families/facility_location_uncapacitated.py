@@ -23,6 +23,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -268,19 +269,19 @@ model.out_of_reach = pyo.Constraint(model.F, model.C, rule=out_of_reach)
         facility, customer, unit, period, money = (words["facility"], words["customer"], words["unit"],
                                                    words["period"], words["money"])
         facilities, customers = data["facilities"], data["customers"]
-        intro = (f"{words['intro']} The candidate {facility}s are {join_names(facilities)}; there is no limit on "
+        intro = (f"{words['intro']} The candidate {plural(facility)} are {join_names(facilities)}; there is no limit on "
                  f"how much an open {facility} can handle.")
-        question = (f"Which {facility}s should be opened, and which {facility} should serve each {customer}, to "
+        question = (f"Which {plural(facility)} should be opened, and which {facility} should serve each {customer}, to "
                     f"minimize the total cost per {period} (opening costs plus delivery costs)? What is the "
                     f"minimum total cost in {money} per {period}?")
         rules = []  # the optional rules, stated in words in every representation (numbers not in a file one)
         if "must_open" in data:
             rules.append(f"{join_names(data['must_open'])} must be opened in any case." if representation != "file"
-                         else f"Some {facility}s must be opened in any case.")
+                         else f"Some {plural(facility)} must be opened in any case.")
         if "max_open" in data:
             limit = fmt(data["max_open"]) if representation != "file" else "a given number of"
-            plural = "" if data["max_open"] == 1 and representation != "file" else "s"
-            rules.append(f"At most {limit} {facility}{plural} can be opened.")
+            many = facility if data["max_open"] == 1 and representation != "file" else plural(facility)
+            rules.append(f"At most {limit} {many} can be opened.")
         if "max_unit_cost" in data:
             limit = f"{fmt(data['max_unit_cost'])} {money}" if representation != "file" else "a given limit"
             rules.append(f"A {customer} may only be served by a {facility} whose cost per {words['one_unit']} "

@@ -19,6 +19,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -270,21 +271,21 @@ model.conflicts = pyo.Constraint(
         words = scenario.words
         agents, tasks = data["agents"], data["tasks"]
         agent, task, unit, money = words["agent"], words["task"], words["load_unit"], words["money"]
-        intro = (f"{words['intro']} There are {len(tasks)} {task}s ({join_names(tasks)}) and {len(agents)} "
-                 f"{agent}s ({join_names(agents)}).")
-        rules = (f"Each {task} must be given to exactly one {agent}, and every {agent} takes on {task}s without "
+        intro = (f"{words['intro']} There are {len(tasks)} {plural(task)} ({join_names(tasks)}) and {len(agents)} "
+                 f"{plural(agent)} ({join_names(agents)}).")
+        rules = (f"Each {task} must be given to exactly one {agent}, and every {agent} takes on {plural(task)} without "
                  f"exceeding its capacity {words['period']}. How much capacity one {task} uses and what it costs "
                  f"depend on the {agent} who does it.")
         limits = []  # the optional rules, stated in words in every representation (numbers not in a file one)
         if "max_tasks" in data:
             limit = fmt(data["max_tasks"]) if representation != "file" else "a given number of"
-            limits.append(f"No {agent} may take on more than {limit} {task}s.")
+            limits.append(f"No {agent} may take on more than {limit} {plural(task)}.")
         if "forbidden" in data:
             limits.append("Some assignments are not allowed: " + ("they are listed in the data file." if
                           representation == "file" else "; ".join(f"{a} cannot do {t}" for a, t in data["forbidden"])
                           + "."))
         if "conflicts" in data:
-            limits.append(f"Some pairs of {task}s must go to different {agent}s: " + (
+            limits.append(f"Some pairs of {plural(task)} must go to different {plural(agent)}: " + (
                 "they are listed in the data file." if representation == "file"
                 else "; ".join(f"{t} and {u}" for t, u in data["conflicts"]) + "."))
         if limits:

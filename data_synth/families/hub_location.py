@@ -32,6 +32,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -458,7 +459,7 @@ model.not_hub = pyo.Constraint([k for k in data["nodes"] if k not in data["candi
         words = scenario.words
         nodes, node, unit, money = data["nodes"], words["node"], words["distance_unit"], words["money"]
         alpha = fmt(data["alpha"])
-        intro = (f"{words['intro']} The {node}s are {join_names(nodes)}; exactly {fmt(data['p'])} of them will be "
+        intro = (f"{words['intro']} The {plural(node)} are {join_names(nodes)}; exactly {fmt(data['p'])} of them will be "
                  f"opened as hubs. Every flow travels from its origin to a hub, possibly on to a second hub, and "
                  f"then to its destination (a flow whose origin or destination is itself a hub skips that leg). "
                  f"Moving one unit over a leg costs the leg's distance ({words['rate']}), except that "
@@ -466,7 +467,7 @@ model.not_hub = pyo.Constraint([k for k in data["nodes"] if k not in data["candi
         if data["allocation"] == "single":
             intro += (f" Each {node} sends and receives all of its flow through a single hub (a hub uses itself).")
         else:
-            intro += f" The flow between two {node}s may be routed through any of the open hubs."
+            intro += f" The flow between two {plural(node)} may be routed through any of the open hubs."
         rules = []
         if "candidates" in data:
             rules.append(f"Only {join_names(data['candidates'])} can become hubs.")
@@ -476,7 +477,7 @@ model.not_hub = pyo.Constraint([k for k in data["nodes"] if k not in data["candi
         elif "hub_cost" in data:
             rules.append(f"Each hub also has a set-up cost in {money}, which is part of the total cost.")
         allocated = f", with each {node} allocated to one of them," if data["allocation"] == "single" else ""
-        question = (f"Which {fmt(data['p'])} {node}s should become hubs{allocated} to minimize the total cost, and "
+        question = (f"Which {fmt(data['p'])} {plural(node)} should become hubs{allocated} to minimize the total cost, and "
                     "what is that cost?")
         rules_text = " ".join(rules)
         if representation == "text":

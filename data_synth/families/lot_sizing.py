@@ -24,6 +24,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -482,9 +483,9 @@ model.max_lot = pyo.Constraint(
                 f"{words['one_unit']} for every {period} it is late; everything must be delivered by the end of "
                 f"{periods[-1]}." if "backorder_cost" in data else "Demand must be met on time (no backorders).")
         intro = (f"{words['company'].capitalize()} plans production of {join_names(products)} on {resource} over "
-                 f"the next {len(periods)} {period}s ({join_names(periods)}). Producing a product in a {period} "
+                 f"the next {len(periods)} {plural(period)} ({join_names(periods)}). Producing a product in a {period} "
                  f"requires a setup ({words['setup_words']}), which costs money and uses hours of {resource}. "
-                 f"Units made in a {period} can meet that {period}'s demand or be stored for later {period}s. "
+                 f"Units made in a {period} can meet that {period}'s demand or be stored for later {plural(period)}. "
                  f"{late}")
         rules = []  # the optional rules, stated in words in every representation
         if "max_lot" in data:
@@ -497,7 +498,7 @@ model.max_lot = pyo.Constraint(
                          f"A limited number of overtime hours can be added in any {period}, at a cost per hour.")
         costs = ["setup", "holding"] + (["backorder"] if "backorder_cost" in data else []) + (
             ["overtime"] if "overtime_cost" in data else [])
-        question = (f"In which {period}s should each product be set up, and how many {unit} should be made, to "
+        question = (f"In which {plural(period)} should each product be set up, and how many {unit} should be made, to "
                     f"minimize the total {join_names(costs)} cost? What is that minimum cost in {money}?")
         rules_text = " ".join(rules)
         if representation == "text":

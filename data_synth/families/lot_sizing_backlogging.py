@@ -28,6 +28,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -429,14 +430,14 @@ model.max_backlog = pyo.Constraint(model.P, model.T, rule=lambda model, p, t: mo
         products, periods = data["products"], data["periods"]
         unit, period, money, resource = words["unit"], words["period"], words["money"], words["resource"]
         intro = (f"{words['company'].capitalize()} plans production of {join_names(products)} on {resource} over "
-                 f"the next {len(periods)} {period}s ({join_names(periods)}). A setup ({words['setup_words']}) "
+                 f"the next {len(periods)} {plural(period)} ({join_names(periods)}). A setup ({words['setup_words']}) "
                  f"is needed in every period a product is made; it costs money and uses hours of {resource}. "
                  f"Units left in stock at the end of a {period} incur a holding cost. Orders may be delivered "
                  f"late, with {words['late_words']} (a backlog cost per {words['one_unit']} for every {period} it "
                  "is late), but every order must be delivered by the end of the plan.")
         rules = " ".join(self._rules(data, words, representation))
         cost_words = "setup, holding and backlog cost" + (" plus overtime" if "overtime_cost" in data else "")
-        question = (f"In which {period}s should each product be set up, and how many {unit} should be made, to "
+        question = (f"In which {plural(period)} should each product be set up, and how many {unit} should be made, to "
                     f"minimize the total {cost_words}? What is that minimum (in {money})?")
         if representation == "text":
             lines = []

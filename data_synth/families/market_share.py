@@ -23,6 +23,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -352,15 +353,15 @@ model.sales_hours = pyo.Constraint(
         goal = "total margin" if "entry_cost" not in data else "total margin minus entry costs"
         question = (f"How much of each product should be sold in each region to maximize the {goal}, and what "
                     "is that value? Sales may be fractional.")
-        stock = "Stock on hand: " + "; ".join(f"{fmt(data['stock'][p])} {unit}s of {p}" for p in products) + "."
+        stock = "Stock on hand: " + "; ".join(f"{fmt(data['stock'][p])} {plural(unit)} of {p}" for p in products) + "."
         if representation == "text":
             listing = " ".join(
-                f"In {r}, " + "; ".join(f"the {p} market is {fmt(data['market_size'][p][r])} {unit}s with a "
+                f"In {r}, " + "; ".join(f"the {p} market is {fmt(data['market_size'][p][r])} {plural(unit)} with a "
                                         f"margin of {fmt(data['margin'][p][r])} {money} per {unit}"
                                         for p in products) + "." for r in regions)
             return f"{intro} {stock} Market sizes and unit margins: {listing} {' '.join(rules)} {question}"
         if representation == "table":
-            sizes = markdown_table([f"market size ({unit}s)", *regions],
+            sizes = markdown_table([f"market size ({plural(unit)})", *regions],
                                    [[p, *[data["market_size"][p][r] for r in regions]] for p in products])
             margins = markdown_table([f"margin ({money}/{unit})", *regions],
                                      [[p, *[data["margin"][p][r] for r in regions]] for p in products])

@@ -21,6 +21,7 @@ from data_synth.family import (
     describe_data_file,
     fmt,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -306,23 +307,23 @@ model.min_flow = pyo.Constraint(list(minimum), rule=lambda model, i, j: model.fl
         names = f"The source is node S ({words['source']}) and the sink is node T ({words['sink']})."
         intro = {
             "pipeline": f"An operator moves crude oil from {words['source']} to {words['sink']} through a network "
-                        f"of {arc}s joined at {words['node']}s.",
+                        f"of {plural(arc)} joined at {words['node']}s.",
             "evacuation": f"Emergency planners study how fast traffic can leave {words['source']} for "
-                          f"{words['sink']} over one-way {arc}s between {words['node']}s.",
+                          f"{words['sink']} over one-way {plural(arc)} between {words['node']}s.",
             "network": f"A carrier routes traffic from {words['source']} to {words['sink']} over directed "
-                       f"{arc}s between {words['node']}s.",
-            "water": f"A water utility sends raw water from {words['source']} to {words['sink']} along {arc}s "
+                       f"{plural(arc)} between {words['node']}s.",
+            "water": f"A water utility sends raw water from {words['source']} to {words['sink']} along {plural(arc)} "
                      f"that meet at {words['node']}s.",
             "rail": f"A rail freight operator plans container trains from {words['source']} to {words['sink']} "
-                    f"over one-directional {arc}s that link {words['node']}s.",
-            "power": f"A grid company transmits wind power from {words['source']} to {words['sink']} along {arc}s "
+                    f"over one-directional {plural(arc)} that link {words['node']}s.",
+            "power": f"A grid company transmits wind power from {words['source']} to {words['sink']} along {plural(arc)} "
                      f"connecting {words['node']}s.",
         }[scenario.key]
         file = representation == "file"
         rules = []  # the optional rules, stated in words in every representation
         if "node_capacity" in data:
             limits = "; ".join(f"{n}: {fmt(limit)}" for n, limit in data["node_capacity"].items())
-            rules.append(f"Some {node}s have a throughput limit (the most that can pass through them): "
+            rules.append(f"Some {plural(node)} have a throughput limit (the most that can pass through them): "
                          + (f"{limits} ({unit})." if not file else "see the data file."))
         if "budget" in data:
             cost = ("the costs per unit are in the data file" if file else
@@ -333,7 +334,7 @@ model.min_flow = pyo.Constraint(list(minimum), rule=lambda model, i, j: model.fl
                          f"({cost}), and the total cost of the flow may not exceed the budget.")
         if "min_flow" in data:
             minimums = "; ".join(f"at least {fmt(low)} from {i} to {j}" for i, j, low in data["min_flow"])
-            rules.append(f"Contracts require a minimum flow on some {arc}s: "
+            rules.append(f"Contracts require a minimum flow on some {plural(arc)}: "
                          + (f"{minimums}." if not file else "the listed arcs must carry at least their minimum."))
         question = (f"Flow is conserved at every intermediate node and no {arc} may carry more than its capacity. "
                     f"What is {words['goal']}, in {unit}?")

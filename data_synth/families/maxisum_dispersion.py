@@ -25,6 +25,7 @@ from data_synth.family import (
     fmt,
     join_names,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -269,21 +270,21 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, s: model.pi
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
         sites, site, unit, money = data["sites"], words["site"], words["distance_unit"], words["money"]
-        intro = (f"{words['intro']} The candidate {site}s are {join_names(sites)}; exactly {fmt(data['p'])} "
+        intro = (f"{words['intro']} The candidate {plural(site)} are {join_names(sites)}; exactly {fmt(data['p'])} "
                  "will be selected among the candidates.")
         rules = []
         if "budget" in data:
             if representation != "file":
                 rules.append(f"The {words['cost_word']} of each {site} in {money} is: "
                              + "; ".join(f"{s} {fmt(data['cost'][s])}" for s in sites) + ".")
-            rules.append(f"The total {words['cost_word']} of the chosen {site}s may not exceed "
+            rules.append(f"The total {words['cost_word']} of the chosen {plural(site)} may not exceed "
                          f"{fmt(data['budget'])} {money}.")
         if "min_separation" in data:
-            rules.append(f"Two {site}s less than {fmt(data['min_separation'])} {unit} apart may not both be "
+            rules.append(f"Two {plural(site)} less than {fmt(data['min_separation'])} {unit} apart may not both be "
                          "chosen.")
         if "required" in data:
             rules.append(f"Already committed, so kept in the selection: {join_names(data['required'])}.")
-        question = (f"Which {fmt(data['p'])} {site}s should be chosen to maximize the sum of the distances over "
+        question = (f"Which {fmt(data['p'])} {plural(site)} should be chosen to maximize the sum of the distances over "
                     f"all pairs of chosen sites (their total {words['spread']}), and what is that sum?")
         rules_text = " ".join(rules)
         if representation == "text":

@@ -20,6 +20,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -341,10 +342,10 @@ model.min_units = pyo.Constraint(
         rules = []
         if "min_share" in data:
             share = "a minimum share" if representation == "file" else f"{fmt(round(data['min_share'] * 100, 6))}%"
-            rules.append(f"At least {share} of the money spent on {placement}s must go to "
+            rules.append(f"At least {share} of the money spent on {plural(placement)} must go to "
                          f"{data['min_share_channel']}.")
         if "saturation" in data:
-            rules.append(f"Audiences saturate: past a number of {placement}s on a channel, each further "
+            rules.append(f"Audiences saturate: past a number of {plural(placement)} on a channel, each further "
                          f"{placement} reaches a smaller audience, mostly people already reached.")
         if "creative_cost" in data:
             rules.append(f"Producing the ad for a channel has a fixed cost, paid from the budget once if any "
@@ -359,9 +360,9 @@ model.min_units = pyo.Constraint(
         rule = self._rules(data, placement, audience, representation)
         contract = ""
         if "min_units" in data:
-            contract = " " + " ".join(f"A prior agreement requires at least {fmt(v)} {placement}s of {c}."
+            contract = " " + " ".join(f"A prior agreement requires at least {fmt(v)} {plural(placement)} of {c}."
                                       for c, v in data["min_units"].items())
-        question = (f"How many {placement}s should be bought on each channel to maximize the total audience "
+        question = (f"How many {plural(placement)} should be bought on each channel to maximize the total audience "
                     f"reached, in {audience}, and what is that maximum?")
         closing = " ".join(part for part in (rule, contract.strip(), question) if part)
         if representation == "text":
@@ -379,7 +380,7 @@ model.min_units = pyo.Constraint(
         if representation == "table":
             header = ["channel", f"cost per {placement} ($)", f"reach ({audience})", "available"]
             if "saturation" in data:
-                header += [f"{placement}s at full reach", f"reach of each further {placement} ({audience})"]
+                header += [f"{plural(placement)} at full reach", f"reach of each further {placement} ({audience})"]
             if "creative_cost" in data:
                 header.append("ad production cost ($)")
             rows = []

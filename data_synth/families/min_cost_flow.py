@@ -21,6 +21,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -368,7 +369,7 @@ model.hub_capacity = pyo.Constraint(
 
     def describe_solution(self, data: dict, x: dict, scenario: Scenario) -> str:
         unit = scenario.words["unit"]
-        return "\n".join(f"- {i} -> {j}: {fmt(round(v, 6))} {unit}s" for (i, j), v in x["flow"].items() if v > 1e-9)
+        return "\n".join(f"- {i} -> {j}: {fmt(round(v, 6))} {plural(unit)}" for (i, j), v in x["flow"].items() if v > 1e-9)
 
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
@@ -387,7 +388,7 @@ model.hub_capacity = pyo.Constraint(
                        f"({join_names(plants)}) by way of cold-chain hubs ({join_names(hubs)}) to clinics "
                        f"({join_names(customers)}).",
         }[scenario.key]
-        rules = (f"Intermediate {hub_word}s neither produce nor keep goods: what arrives leaves. Every "
+        rules = (f"Intermediate {plural(hub_word)} neither produce nor keep goods: what arrives leaves. Every "
                  f"lane has a cost per {unit} and a capacity.")
         listed = representation != "file"
         extra = []  # the optional rules, stated in words in every representation
@@ -399,8 +400,8 @@ model.hub_capacity = pyo.Constraint(
             extra.append(f"Some lanes have a fixed cost: using such a lane at all costs a fixed amount, however "
                          f"much it carries{where}. The other lanes have none.")
         if "hub_capacity" in data:
-            limits = "; ".join(f"{h} at most {fmt(limit)} {unit}s" for h, limit in data["hub_capacity"].items())
-            extra.append(f"Some {hub_word}s can handle only a limited amount in total"
+            limits = "; ".join(f"{h} at most {fmt(limit)} {plural(unit)}" for h, limit in data["hub_capacity"].items())
+            extra.append(f"Some {plural(hub_word)} can handle only a limited amount in total"
                          + (f": {limits}." if listed else " (given per limited hub)."))
         if "handling_cost" in data:
             fees = "; ".join(f"{h} ${fmt(fee)}" for h, fee in data["handling_cost"].items())
@@ -414,21 +415,21 @@ model.hub_capacity = pyo.Constraint(
         extra_text = "".join(f" {rule}" for rule in extra)
         if representation == "text":
             parts = [intro, rules]
-            parts.append("Supplies: " + "; ".join(f"{p} can send up to {fmt(data['supply'][p])} {unit}s"
+            parts.append("Supplies: " + "; ".join(f"{p} can send up to {fmt(data['supply'][p])} {plural(unit)}"
                                                  for p in plants) + ".")
-            parts.append("Demands: " + "; ".join(f"{c} needs {fmt(data['demand'][c])} {unit}s"
+            parts.append("Demands: " + "; ".join(f"{c} needs {fmt(data['demand'][c])} {plural(unit)}"
                                                 for c in customers) + ".")
             parts.append("Lanes: " + "; ".join(f"{a['from']} to {a['to']} costs ${fmt(a['cost'])} per {unit}, at "
-                                              f"most {fmt(a['capacity'])} {unit}s" for a in data["arcs"]) + ".")
+                                              f"most {fmt(a['capacity'])} {plural(unit)}" for a in data["arcs"]) + ".")
             parts += extra
             parts.append(question)
             return " ".join(parts)
         if representation == "table":
-            nodes = markdown_table(["location", "role", f"supply ({unit}s)", f"demand ({unit}s)"],
+            nodes = markdown_table(["location", "role", f"supply ({plural(unit)})", f"demand ({plural(unit)})"],
                                    [[p, words["plant_word"], data["supply"][p], ""] for p in plants]
                                    + [[h, hub_word, "", ""] for h in hubs]
                                    + [[c, words["customer_word"], "", data["demand"][c]] for c in customers])
-            headers = ["from", "to", f"cost ($/{unit})", f"capacity ({unit}s)"]
+            headers = ["from", "to", f"cost ($/{unit})", f"capacity ({plural(unit)})"]
             rows = [[a["from"], a["to"], a["cost"], a["capacity"]] for a in data["arcs"]]
             if "fixed_cost" in data:
                 charged = {(i, j): amount for i, j, amount in data["fixed_cost"]}

@@ -21,6 +21,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -368,10 +369,10 @@ model.hub_capacity = pyo.Constraint(
             rules.append(f"Demand may be left unmet at a penalty per {unit}: " + "; ".join(
                 f"{k} {fmt(data['penalty'][k])} {money}" for k in commodities) + ".")
         if "hub_capacity" in data:
-            rules.append(f"Each hub handles a limited number of {unit}s coming in, over all commodities: " + "; ".join(
+            rules.append(f"Each hub handles a limited number of {plural(unit)} coming in, over all commodities: " + "; ".join(
                 f"{h} {fmt(limit)}" for h, limit in data["hub_capacity"].items()) + ".")
         if "whole_units" in data:
-            rules.append(f"Flows are whole {unit}s.")
+            rules.append(f"Flows are whole {plural(unit)}.")
             question = ("How much of each commodity should use each arc to meet the demands at the least total cost, "
                         "and what is that cost?")
         else:
@@ -382,15 +383,15 @@ model.hub_capacity = pyo.Constraint(
                                         "at the least total cost of transport and unmet demand")
         rule_text = " ".join(rules)
         moves = "Commodities to move: " + "; ".join(
-            f"{fmt(data['demand'][k])} {unit}s of {k} from {data['origin'][k]} to {data['destination'][k]}"
+            f"{fmt(data['demand'][k])} {plural(unit)} of {k} from {data['origin'][k]} to {data['destination'][k]}"
             for k in commodities) + "."
         if representation == "text":
             listing = "Arcs (capacity and cost per unit): " + "; ".join(
-                f"{tail} to {head} carries up to {fmt(c)} {unit}s at {fmt(cost)} {money} each"
+                f"{tail} to {head} carries up to {fmt(c)} {plural(unit)} at {fmt(cost)} {money} each"
                 for (tail, head), c, cost in zip(arcs, data["capacity"], data["cost"], strict=True)) + "."
             return f"{intro} {general} {moves} {listing} {rule_text} {question}"
         if representation == "table":
-            table = markdown_table(["from", "to", f"capacity ({unit}s)", f"cost ({money}/{unit})"],
+            table = markdown_table(["from", "to", f"capacity ({plural(unit)})", f"cost ({money}/{unit})"],
                                    [[tail, head, c, cost] for (tail, head), c, cost
                                     in zip(arcs, data["capacity"], data["cost"], strict=True)])
             return f"{intro} {general} {moves} Arcs (capacity and cost per unit):\n\n{table}\n\n{rule_text} {question}"
@@ -403,7 +404,7 @@ model.hub_capacity = pyo.Constraint(
             if "hub_capacity" in data:
                 extra.append("Hubs have handling limits on what comes in.")
             if "whole_units" in data:
-                extra.append(f"Flows are whole {unit}s.")
+                extra.append(f"Flows are whole {plural(unit)}.")
             return f"{intro} {general} {' '.join(extra)}\n\n{describe_data_file(fields)}\n\n{question}"
         raise ValueError(f"unknown representation {representation!r}")
 

@@ -18,6 +18,7 @@ from data_synth.family import (
     describe_data_file,
     fmt,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -296,17 +297,17 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
         items, resources = data["items"], data["resources"]
         item_word = words["item_word"]
         intro = {
-            "container": f"{words['company'].capitalize()} is deciding which of {len(items)} {item_word}s to "
+            "container": f"{words['company'].capitalize()} is deciding which of {len(items)} {plural(item_word)} to "
                          f"load into {words['container']}.",
-            "relief": f"{words['company'].capitalize()} must choose which of {len(items)} {item_word}s go on "
+            "relief": f"{words['company'].capitalize()} must choose which of {len(items)} {plural(item_word)} go on "
                       f"{words['container']}.",
-            "imaging": f"{words['company'].capitalize()} must pick which of {len(items)} {item_word}s to serve "
+            "imaging": f"{words['company'].capitalize()} must pick which of {len(items)} {plural(item_word)} to serve "
                        f"during {words['container']}.",
-            "launch": f"{words['company'].capitalize()} has {len(items)} {item_word}s asking for a place on "
+            "launch": f"{words['company'].capitalize()} has {len(items)} {plural(item_word)} asking for a place on "
                       f"{words['container']} and has to settle which of them fly.",
-            "museum": f"{words['company'].capitalize()} is selecting which of its {len(items)} {item_word}s go into "
+            "museum": f"{words['company'].capitalize()} is selecting which of its {len(items)} {plural(item_word)} go into "
                       f"{words['container']}.",
-            "cloud": f"{words['company'].capitalize()} has {len(items)} {item_word}s queued and has to settle which "
+            "cloud": f"{words['company'].capitalize()} has {len(items)} {plural(item_word)} queued and has to settle which "
                      f"of them to execute in {words['container']}.",
         }[scenario.key]
         limits = "Available: " + ", ".join(f"{fmt(data['capacity'][r])} {units[r]} of {r}" for r in resources)
@@ -315,7 +316,7 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
             limits += "; " + (limit + " (counting every copy)" if "max_copies" in data else limit)
         limits += "."
         if "requires" in data:
-            limits += (f" Some {item_word}s depend on another one: "
+            limits += (f" Some {plural(item_word)} depend on another one: "
                        + "; ".join(f"{i} can only be chosen if {j} is chosen too" for i, j in data["requires"]) + ".")
         if "max_copies" in data and representation == "text":
             limits += (f" Each {item_word} can be taken several times, up to a limit: "
@@ -348,9 +349,9 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, i: model.pi
                       if key in data or "(only when" not in meaning}
             rules = ""
             if "max_items" in data:
-                rules += f" The number of {item_word}s chosen is limited."
+                rules += f" The number of {plural(item_word)} chosen is limited."
             if "requires" in data:
-                rules += f" Some {item_word}s depend on another one and can only be chosen if it is chosen too."
+                rules += f" Some {plural(item_word)} depend on another one and can only be chosen if it is chosen too."
             return (f"{intro} Every {item_word} has a value and uses several limited resources.{rules} {question}\n\n"
                     f"{describe_data_file(fields)}")
         raise ValueError(f"unknown representation {representation!r}")

@@ -24,6 +24,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -410,7 +411,7 @@ model.committed = pyo.Constraint(data["committed"], rule=lambda model, j: taken(
         money, period, periods = words["money"], words["period"], data["periods"]
         rate = fmt(round(data["interest_rate"] * 100, 6))
         setting = (f"{words['intro']} It considers {len(data['projects'])} projects over {len(periods)} "
-                   f"{period}s ({join_names(periods)}). Each project has a net cash flow in every {period} "
+                   f"{plural(period)} ({join_names(periods)}). Each project has a net cash flow in every {period} "
                    f"(negative for an outlay, positive for a return, in {money}). A funded project brings all of "
                    f"its cash flows. In each {period} {words['funds']} arrive, and the cash held must never be "
                    f"negative. Cash not spent in a period earns {rate}% interest into the next {period}.")

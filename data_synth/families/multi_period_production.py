@@ -23,6 +23,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -454,7 +455,7 @@ model.final_stock = pyo.Constraint(
         same_hours = all(data["regular_hours"][t] == first_regular and data["overtime_hours"][t] == first_overtime
                          for t in periods)
         intro = (f"{words['company'].capitalize()} is planning production of {join_names(products)} for the "
-                 f"next {len(periods)} {period}s, ahead of {words['season']}. Demand must be met in every "
+                 f"next {len(periods)} {plural(period)}, ahead of {words['season']}. Demand must be met in every "
                  f"{period}; goods can be made in regular time or in overtime (which costs a premium of "
                  f"{fmt(data['overtime_premium'])} {money} per labour hour on top of material), and goods made "
                  f"early can be stored, but at most {fmt(data['storage_capacity'])} {unit} in total fit in the "

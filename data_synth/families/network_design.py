@@ -21,6 +21,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -400,12 +401,12 @@ model.hub_capacity = pyo.Constraint(hubs, rule=lambda model, h: sum(
                  f"Each candidate {link_word} is one-way; it can only carry flow if the company decides to "
                  f"{words['open']} it, which costs a fixed amount (the {words['fixed_words']}), and then it carries "
                  f"at most its capacity at a cost per unit of flow. Intermediate nodes neither create nor absorb flow.")
-        question = (f"Which {link_word}s should be opened, and how much should flow on each, to deliver every "
+        question = (f"Which {plural(link_word)} should be opened, and how much should flow on each, to deliver every "
                     f"demand at minimum total cost (fixed costs plus flow costs)? What is the minimum total cost "
                     f"in {money}?")
         if "hub_cost" in data:
-            question = question.replace(f"Which {link_word}s should be opened", f"Which hubs should be used, which "
-                                        f"{link_word}s opened").replace("(fixed costs", "(hub and link fixed costs")
+            question = question.replace(f"Which {plural(link_word)} should be opened", f"Which hubs should be used, which "
+                                        f"{plural(link_word)} opened").replace("(fixed costs", "(hub and link fixed costs")
             intro += (" Using an intermediate node at all also costs a fixed amount; flow can pass through it only "
                       "when it is used.")
         if "hub_capacity" in data:
@@ -427,7 +428,7 @@ model.hub_capacity = pyo.Constraint(hubs, rule=lambda model, h: sum(
                              f"{fmt(link['unit_cost'])} per unit, fixed cost {fmt(link['fixed_cost'])}."
                              for link in data["links"])
             return (f"{intro} Amounts are in {unit} and costs in {money}. {supply}; {demand}. Candidate "
-                    f"{link_word}s: {links} {question}")
+                    f"{plural(link_word)}: {links} {question}")
         if representation == "table":
             nodes = markdown_table(["node", f"supply ({unit})", f"demand ({unit})"],
                                    [[s, data["supply"][s], ""] for s in sources]

@@ -27,6 +27,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -336,7 +337,7 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, s: model.pi
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
         sites, site, unit, money = data["sites"], words["site"], words["distance_unit"], words["money"]
-        intro = (f"{words['intro']} The candidate {site}s are {join_names(sites)}; exactly {fmt(data['p'])} "
+        intro = (f"{words['intro']} The candidate {plural(site)} are {join_names(sites)}; exactly {fmt(data['p'])} "
                  "sites are to be chosen from the candidates.")
         rules = []
         if "budget" in data:
@@ -354,7 +355,7 @@ model.required = pyo.Constraint(data["required"], rule=lambda model, s: model.pi
                          f"({join_names(data['regions'])}).")
         if "required" in data:
             rules.append(f"Already in use and to be kept among the chosen sites: {join_names(data['required'])}.")
-        question = (f"Which {fmt(data['p'])} {site}s should be chosen to maximize the smallest distance between "
+        question = (f"Which {fmt(data['p'])} {plural(site)} should be chosen to maximize the smallest distance between "
                     "any two chosen sites, and what is that distance?")
         text_rules = " ".join(rules)
         if representation == "text":

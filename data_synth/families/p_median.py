@@ -22,6 +22,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -254,20 +255,20 @@ model.capacity = pyo.Constraint(model.S, rule=lambda model, s: sum(
         sites, customers, unit = data["sites"], data["customers"], words["distance_unit"]
         site, customer = words["site"], words["customer"]
         if "capacity" in data:
-            serving = (f"Each {customer} is served from open {site}s; its weight may be split between several of "
+            serving = (f"Each {customer} is served from open {plural(site)}; its weight may be split between several of "
                        f"them, and each {site} can serve a limited total weight; the ")
         else:
             serving = f"Each {customer} is served from the nearest open {site}; the "
-        intro = (f"{words['intro']} The candidate {site}s are {join_names(sites)}, and exactly {fmt(data['p'])} of "
-                 f"them will be opened. {serving}{customer}s are {join_names(customers)}.")
+        intro = (f"{words['intro']} The candidate {plural(site)} are {join_names(sites)}, and exactly {fmt(data['p'])} of "
+                 f"them will be opened. {serving}{plural(customer)} are {join_names(customers)}.")
         if "max_distance" in data:
             intro += (f" A {site} may only serve a {customer} within {fmt(data['max_distance'])} {unit} of it "
                       "(the service radius).")
         if "capacity" in data and representation == "text":
             intro += (" Capacities (most total weight served): "
                       + ", ".join(f"{s} {fmt(v)}" for s, v in data["capacity"].items()) + ".")
-        question = (f"Which {fmt(data['p'])} {site}s should be opened to minimize the total weighted distance "
-                    f"(weight times distance, summed over all {customer}s), and what is that total?")
+        question = (f"Which {fmt(data['p'])} {plural(site)} should be opened to minimize the total weighted distance "
+                    f"(weight times distance, summed over all {plural(customer)}), and what is that total?")
         if representation == "text":
             parts = [intro, f"The weights ({words['weight']}) are: "
                      + "; ".join(f"{c} {fmt(data['weight'][c])}" for c in customers) + "."]

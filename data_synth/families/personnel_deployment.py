@@ -21,6 +21,7 @@ from data_synth.family import (
     describe_data_file,
     fmt,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -348,12 +349,12 @@ model.aircraft = pyo.Constraint(model.B, rule=lambda model, b: sum(model.flights
         if "keep" in data:
             rules += f" Each {base_word} must keep a minimum number of its people (of any skill) at home."
         if "aircraft" in data:
-            rules += f" Each {base_word} can run only a limited number of {flight}s in all."
+            rules += f" Each {base_word} can run only a limited number of {plural(flight)} in all."
         question = f"Whom should each {base_word} send where to minimize the total cost, and what is that cost?"
         if representation == "text":
             home = " ".join(f"{b} has " + ", ".join(f"{fmt(data['available'][b][s])} {s}" for s in skills)
                             + (f", must keep {fmt(data['keep'][b])} at home" if "keep" in data else "")
-                            + (f", can run {fmt(data['aircraft'][b])} {flight}s" if "aircraft" in data else "")
+                            + (f", can run {fmt(data['aircraft'][b])} {plural(flight)}" if "aircraft" in data else "")
                             + "." for b in bases)
             needs = " ".join(f"{m} needs " + ", ".join(f"{fmt(data['need'][m][s])} {s}" for s in skills) + "."
                              for m in missions)
@@ -368,7 +369,7 @@ model.aircraft = pyo.Constraint(model.B, rule=lambda model, b: sum(model.flights
                 headers.append("keep at home")
                 extra.append("keep")
             if "aircraft" in data:
-                headers.append(f"{flight}s available")
+                headers.append(f"{plural(flight)} available")
                 extra.append("aircraft")
             home = markdown_table(headers, [[b, *[data["available"][b][s] for s in skills],
                                              *[data[key][b] for key in extra]] for b in bases])

@@ -20,6 +20,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -306,13 +307,13 @@ model.min_output = pyo.Constraint(model.C, rule=lambda model, p: model.make[p] >
             "garments": f"{words['company'].capitalize()} plans the coming run of {join_names(products)}.",
             "pottery": f"{words['company'].capitalize()} is setting the week's output of {join_names(products)}.",
         }[scenario.key]
-        whole = (f"Only whole {unit}s can be made." if "integer_units" in data
+        whole = (f"Only whole {plural(unit)} can be made." if "integer_units" in data
                  else "Fractional quantities are allowed.")
-        question = (f"How many {unit}s of each product should be made to maximize total profit, and what is "
+        question = (f"How many {plural(unit)} of each product should be made to maximize total profit, and what is "
                     f"the maximum profit? {whole}")
         contract = ""
         if "min_output" in data:
-            contract = " " + " ".join(f"A signed contract requires at least {fmt(v)} {unit}s of {p}."
+            contract = " " + " ".join(f"A signed contract requires at least {fmt(v)} {plural(unit)} of {p}."
                                       for p, v in data["min_output"].items())
         if "extra_capacity" in data:
             contract += " " + " ".join(
@@ -325,7 +326,7 @@ model.min_output = pyo.Constraint(model.C, rule=lambda model, p: model.make[p] >
             for p in products:
                 uses = ", ".join(f"{fmt(data['usage'][r][p])} {units[r]} of {r}" for r in resources)
                 parts.append(f"Each {unit} of {p} earns ${fmt(data['profit'][p])} of profit, uses {uses}, "
-                             f"and at most {fmt(data['max_demand'][p])} {unit}s can be sold.")
+                             f"and at most {fmt(data['max_demand'][p])} {plural(unit)} can be sold.")
             available = ", ".join(f"{fmt(data['capacity'][r])} {units[r]} of {r}" for r in resources)
             parts.append(f"Available this period: {available}.{contract}")
             parts.append(question)

@@ -20,6 +20,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -297,22 +298,22 @@ model.conflicts = pyo.Constraint(
         if singles:
             parts.append(f"{join_names(singles)} must each be covered by at least 1 chosen {site}")
         for a in doubles:
-            parts.append(f"{a} must be covered by at least {fmt(data['required'][a])} chosen {site}s")
+            parts.append(f"{a} must be covered by at least {fmt(data['required'][a])} chosen {plural(site)}")
         requirement = "Coverage requirements: " + "; ".join(parts) + "."
         rules = []
         if "max_sites" in data:
-            rules.append(f"At most {fmt(data['max_sites'])} {site}s can be chosen.")
+            rules.append(f"At most {fmt(data['max_sites'])} {plural(site)} can be chosen.")
         if "conflicts" in data:
             rules.append("These pairs cannot both be chosen: "
                          + "; ".join(f"{a} and {b}" for a, b in data["conflicts"]) + ".")
-        question = (f"Which {site}s should be chosen to meet every requirement at minimum total cost, and what "
+        question = (f"Which {plural(site)} should be chosen to meet every requirement at minimum total cost, and what "
                     f"is that minimum total cost (in {unit})?")
         if "shortfall_penalty" in data:
             soft = data["shortfall_penalty"]
-            rules.append(f"Some {area}s may be covered by fewer {site}s than required, at a penalty (in {unit}) "
+            rules.append(f"Some {plural(area)} may be covered by fewer {plural(site)} than required, at a penalty (in {unit}) "
                          f"per missing {site}" + (": " + ", ".join(f"{fmt(v)} for {a}" for a, v in soft.items())
                                                   if representation != "file" else "") + ".")
-            question = (f"Which {site}s should be chosen to minimize the total cost plus shortfall penalties, and "
+            question = (f"Which {plural(site)} should be chosen to minimize the total cost plus shortfall penalties, and "
                         f"what is that minimum total (in {unit})?")
         if rules:
             requirement += " " + " ".join(rules)
@@ -329,16 +330,16 @@ model.conflicts = pyo.Constraint(
             required = markdown_table([area, "required coverage"], [[a, data["required"][a]]
                                                                       for a in data["areas"]])
             stated = " ".join(rules) + "\n\n" if rules else ""
-            return (f"{words['intro']} An x marks the {area}s each {site} covers.\n\n{table}\n\n"
+            return (f"{words['intro']} An x marks the {plural(area)} each {site} covers.\n\n{table}\n\n"
                     f"{required}\n\n{stated}{question}")
         if representation == "file":
             fields = {key: meaning for key, meaning in self.data_fields.items()
                       if key in data or "(only when" not in meaning}
             notes = ""
             if "max_sites" in data:
-                notes += f" The number of {site}s chosen is limited."
+                notes += f" The number of {plural(site)} chosen is limited."
             if "conflicts" in data:
-                notes += f" Some pairs of {site}s cannot both be chosen."
+                notes += f" Some pairs of {plural(site)} cannot both be chosen."
             if "shortfall_penalty" in data:
                 notes += " " + rules[-1]
             return f"{words['intro']}{notes}\n\n{describe_data_file(fields)}\n\n{question}"

@@ -22,6 +22,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -354,7 +355,7 @@ model.ceiling = pyo.Constraint(list(data["max_coverage"]), rule=ceiling)
         if "max_coverage" in data:
             ceilings = "" if representation == "file" else ": " + ", ".join(
                 f"{e} at most {fmt(v)}" for e, v in data["max_coverage"].items())
-            rules.append(f"Some {element}s have a ceiling on their coverage ({words['cap_words']} only so many "
+            rules.append(f"Some {plural(element)} have a ceiling on their coverage ({words['cap_words']} only so many "
                          f"{words['need']}){ceilings}.")
         if "excess_cost" in data:
             rules.append(f"There is a {words['excess_words']}: {fmt(data['excess_cost'])} {money} each.")
@@ -366,7 +367,7 @@ model.ceiling = pyo.Constraint(list(data["max_coverage"]), rule=ceiling)
         rules = " ".join(self._rules(data, words, representation))
         cost_total = "total cost" + (" (the excess fees included)" if "excess_cost" in data else "")
         how = f"how many times should each {set_word} be used" if "max_copies" in data \
-            else f"which {set_word}s should be used"
+            else f"which {plural(set_word)} should be used"
         question = (f"To meet every {element}'s requirement at minimum {cost_total}, {how}, and what is that "
                     f"minimum (in {money})?")
         if representation == "text":
@@ -389,7 +390,7 @@ model.ceiling = pyo.Constraint(list(data["max_coverage"]), rule=ceiling)
             required = markdown_table(element_headers, [
                 [e, data["required"][e], *([ceilings.get(e, "none")] if ceilings else [])]
                 for e in data["elements"]])
-            return (f"{words['intro']} An x marks the {element}s each {set_word} {words['serves']}.\n\n{table}\n\n"
+            return (f"{words['intro']} An x marks the {plural(element)} each {set_word} {words['serves']}.\n\n{table}\n\n"
                     f"{required}\n\n{rules} {question}")
         if representation == "file":
             fields = {key: meaning for key, meaning in self.data_fields.items()

@@ -20,6 +20,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -253,22 +254,22 @@ model.crew_max = pyo.Constraint(data["shifts"], rule=lambda model, s: model.staf
                  f"number of {words['need']}.")
         limit = ""
         if "max_staff" in data:
-            limit = f" Because of a hiring freeze, at most {fmt(data['max_staff'])} {worker}s can be rostered in total."
+            limit = f" Because of a hiring freeze, at most {fmt(data['max_staff'])} {plural(worker)} can be rostered in total."
         if "max_per_shift" in data:
-            limit += (f" Workstations are limited: no more than {fmt(data['max_per_shift'])} {worker}s can start the "
+            limit += (f" Workstations are limited: no more than {fmt(data['max_per_shift'])} {plural(worker)} can start the "
                       "same shift.")
         if "min_crew" in data:
-            limit += (f" A shift that is used at all needs a crew of at least {fmt(data['min_crew'])} {worker}s; a "
+            limit += (f" A shift that is used at all needs a crew of at least {fmt(data['min_crew'])} {plural(worker)}; a "
                       "shift may also stay empty.")
-        question = (f"How many {worker}s should start each shift so that every block is covered, at minimum total "
+        question = (f"How many {plural(worker)} should start each shift so that every block is covered, at minimum total "
                     f"daily wage cost? What is that minimum cost in {money} per day?")
         if representation == "text":
             need = ", ".join(f"{fmt(data['required'][b])} during {b}" for b in data["blocks"])
             shifts = " ".join(f"The {s} shift covers {join_names(data['covers'][s])} and costs "
                               f"{fmt(data['cost'][s])} {money} per {worker}." for s in data["shifts"])
-            return f"{intro} Minimum {worker}s needed: {need}. {shifts}{limit} {question}"
+            return f"{intro} Minimum {plural(worker)} needed: {need}. {shifts}{limit} {question}"
         if representation == "table":
-            need = markdown_table(["block", f"{worker}s needed"], [[b, data["required"][b]] for b in data["blocks"]])
+            need = markdown_table(["block", f"{plural(worker)} needed"], [[b, data["required"][b]] for b in data["blocks"]])
             shifts = markdown_table(["shift", "blocks covered", f"cost per {worker} ({money})"],
                                     [[s, ", ".join(data["covers"][s]), data["cost"][s]] for s in data["shifts"]])
             return f"{intro}{limit}\n\n{need}\n\n{shifts}\n\n{question}"

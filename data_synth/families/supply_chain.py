@@ -22,6 +22,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -373,7 +374,7 @@ model.min_run = pyo.Constraint(model.P, rule=lambda model, p: model.made[p] >= d
         intro = (f"{words['company'].capitalize()} runs a supply chain from its {raw} suppliers {join_names(S)} "
                  f"through the plants {join_names(P)} and the warehouses {join_names(W)} to the customers "
                  f"{join_names(C)}.")
-        general = (f"Each {unit} of {product} takes {fmt(data['raw_per_unit'])} {unit}s of {raw}; every {unit} "
+        general = (f"Each {unit} of {product} takes {fmt(data['raw_per_unit'])} {plural(unit)} of {raw}; every {unit} "
                    "delivered passes through a warehouse" + (" unless shipped directly" if "direct_cost" in data
                                                               else "") + ".")
         rules = []
@@ -382,12 +383,12 @@ model.min_run = pyo.Constraint(model.P, rule=lambda model, p: model.made[p] >= d
                 f"{w} {fmt(data['open_cost'][w])} {money}" for w in W) + ".")
         if "min_run" in data:
             rules.append("Each plant must make at least its minimum run: " + "; ".join(
-                f"{p} {fmt(data['min_run'][p])} {unit}s" for p in P) + ".")
+                f"{p} {fmt(data['min_run'][p])} {plural(unit)}" for p in P) + ".")
         question = ("How much should flow on every link to meet all demands at the least total cost, and what is "
                     "that cost? Quantities may be fractional.")
         rule_text = " ".join(rules)
         capacities = (
-            "Supplier capacities: " + "; ".join(f"{s} {fmt(data['supply'][s])}" for s in S) + f" {unit}s of {raw}. "
+            "Supplier capacities: " + "; ".join(f"{s} {fmt(data['supply'][s])}" for s in S) + f" {plural(unit)} of {raw}. "
             "Plant capacities: " + "; ".join(
                 f"{p} {fmt(data['plant_capacity'][p])} at {fmt(data['production_cost'][p])} {money} per {unit} made"
                 for p in P) + ". Warehouse capacities: " + "; ".join(

@@ -24,6 +24,7 @@ from data_synth.family import (
     join_names,
     markdown_table,
     pick_names,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -359,14 +360,14 @@ model.addConstrs((ship[s, d] == 0 for s, d in data["forbidden"]), name="forbidde
             "fuel": f"{words['company'].capitalize()} has to deliver fuel from {join_names(sources)} to "
                     f"{join_names(destinations)} {words['period']}.",
         }[scenario.key]
-        question = (f"How many {unit}s should go from each source to each destination to meet every demand at "
+        question = (f"How many {plural(unit)} should go from each source to each destination to meet every demand at "
                     "the lowest total shipping cost, and what is that cost? Fractional amounts are allowed.")
         if "fixed_cost" in data:
             question = question.replace("shipping cost", "cost (shipping plus the fixed costs of the routes used)")
         routes = []  # the optional route rules, stated in words in every representation
         if "route_capacity" in data:
             routes.append("Route limits: " + "; ".join(
-                f"at most {fmt(limit)} {unit}s can go from {s} to {d}"
+                f"at most {fmt(limit)} {plural(unit)} can go from {s} to {d}"
                 for s, limits in data["route_capacity"].items() for d, limit in limits.items()) + ".")
         if "forbidden" in data:
             routes.append("These routes are closed and cannot be used: "
@@ -377,9 +378,9 @@ model.addConstrs((ship[s, d] == 0 for s, d in data["forbidden"]), name="forbidde
                 routes.append(f"Using a route at all adds a fixed cost, whatever it carries: from {s}, {fixed}.")
         if representation == "text":
             parts = [intro]
-            parts.append("Supplies: " + "; ".join(f"{s} can ship at most {fmt(data['supply'][s])} {unit}s"
+            parts.append("Supplies: " + "; ".join(f"{s} can ship at most {fmt(data['supply'][s])} {plural(unit)}"
                                                  for s in sources) + ".")
-            parts.append("Demands: " + "; ".join(f"{d} needs {fmt(data['demand'][d])} {unit}s"
+            parts.append("Demands: " + "; ".join(f"{d} needs {fmt(data['demand'][d])} {plural(unit)}"
                                                 for d in destinations) + ".")
             for s in sources:
                 costs = ", ".join(f"${fmt(data['cost'][s][d])} to {d}" for d in destinations)
@@ -392,7 +393,7 @@ model.addConstrs((ship[s, d] == 0 for s, d in data["forbidden"]), name="forbidde
                 ["cost ($/" + unit + ")", *destinations, "supply"],
                 [[s, *[data["cost"][s][d] for d in destinations], data["supply"][s]] for s in sources]
                 + [["demand", *[data["demand"][d] for d in destinations], ""]])
-            text = f"{intro} Unit shipping costs, supplies and demands ({unit}s):\n\n{table}\n\n"
+            text = f"{intro} Unit shipping costs, supplies and demands ({plural(unit)}):\n\n{table}\n\n"
             if "fixed_cost" in data:
                 fixed = markdown_table(["fixed cost ($)", *destinations],
                                        [[s, *[data["fixed_cost"][s][d] for d in destinations]] for s in sources])

@@ -24,6 +24,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -336,7 +337,7 @@ model.closed = pyo.Constraint(
         places, place, unit = data["places"], words["place"], words["unit"]
         start, others = places[0], places[1:]
         intro = (f"For {words['trip']}, {words['who']} starts from {words['home_words']} {start}, must visit each "
-                 f"of the {len(others)} {place}s {join_names(others)} exactly once, and return to {start}. The "
+                 f"of the {len(others)} {plural(place)} {join_names(others)} exactly once, and return to {start}. The "
                  f"{words['measure']} between two locations is the same in both directions.")
         if "precedence" in data:
             intro += (" Some visits must come before others: " + "; ".join(
@@ -344,7 +345,7 @@ model.closed = pyo.Constraint(
         if "closed" in data:
             intro += (" There is no usable direct connection between these pairs, in either direction: "
                       + "; ".join(f"{a} and {b}" for a, b in data["closed"]) + ".")
-        question = (f"In which order should the {place}s be visited to make the total {words['measure']} of the "
+        question = (f"In which order should the {plural(place)} be visited to make the total {words['measure']} of the "
                     f"round trip as small as possible? What is the minimum total {words['measure']} in {unit}?")
         if representation == "text":
             pairs = ", ".join(f"{a} to {b} {fmt(data['distance'][a][b])}"

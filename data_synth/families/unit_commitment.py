@@ -24,6 +24,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -388,7 +389,7 @@ model.ramp_down = pyo.Constraint(later, rule=ramp_down)
         if "reserve" in data:
             amounts = "" if not listed else ": " + ", ".join(
                 f"{fmt(data['reserve'][t])} MW at {t}" for t in data["periods"])
-            rules.append(f"For security, the {unit}s that are on must together be able to produce at least a "
+            rules.append(f"For security, the {plural(unit)} that are on must together be able to produce at least a "
                          f"spinning reserve above the demand in every hour{amounts}.")
         if "min_up" in data:
             times = "" if not listed else " (" + "; ".join(
@@ -408,19 +409,19 @@ model.ramp_down = pyo.Constraint(later, rule=ramp_down)
         unit, money = words["unit"], words["money"]
         units, periods = data["units"], data["periods"]
         if representation == "file":
-            running = f"The list `initially_on` names the {unit}s already on before the first hour."
+            running = f"The list `initially_on` names the {plural(unit)} already on before the first hour."
         elif data["initially_on"]:
             running = (f"{join_names(data['initially_on'])} {'is' if len(data['initially_on']) == 1 else 'are'} "
                        "already on before the first hour; the others are off.")
         else:
             running = f"Every {unit} is off before the first hour."
         setting = (f"{words['intro']} The plan covers {len(periods)} one-hour periods ({join_names(periods)}) and "
-                   f"{len(units)} {unit}s. A {unit} that is on produces between its minimum and maximum output "
+                   f"{len(units)} {plural(unit)}. A {unit} that is on produces between its minimum and maximum output "
                    f"and costs its no-load cost per hour while it is on, plus its fuel cost per MWh; switching a "
                    f"{unit} on from off costs its start-up cost. {running} Demand must be met exactly in every "
                    "hour.")
         rules = " ".join(self._rules(data, words, representation))
-        question = (f"Which {unit}s should be on in each hour, and how much should each produce, to minimize the "
+        question = (f"Which {plural(unit)} should be on in each hour, and how much should each produce, to minimize the "
                     f"total cost? What is that minimum cost (in {money})?")
         if representation == "text":
             lines = [f"{g} produces between {fmt(data['min_output'][g])} and {fmt(data['max_output'][g])} MW at "

@@ -21,6 +21,7 @@ from data_synth.family import (
     fmt,
     join_names,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -239,27 +240,27 @@ model.max_nodes = pyo.Constraint(expr=sum(model.pick[n] for n in model.N) <= dat
         words = scenario.words
         node, edge, money = words["node"], words["edge"], words["money"]
         intro = (f"{words['intro']} {words['rule']}; each {edge} must have at least one end chosen. The network "
-                 f"has {len(data['nodes'])} {node}s and {len(data['edges'])} {edge}s.")
+                 f"has {len(data['nodes'])} {plural(node)} and {len(data['edges'])} {plural(edge)}.")
         if "forbidden" in data:
-            intro += f" These {node}s cannot be chosen: {join_names(data['forbidden'])}."
+            intro += f" These {plural(node)} cannot be chosen: {join_names(data['forbidden'])}."
         if "max_nodes" in data:
-            intro += f" No more than {fmt(data['max_nodes'])} {node}s can be chosen in total."
-        question = (f"Which {node}s should be chosen to cover every {edge} at the lowest total {words['cost_word']}, "
+            intro += f" No more than {fmt(data['max_nodes'])} {plural(node)} can be chosen in total."
+        question = (f"Which {plural(node)} should be chosen to cover every {edge} at the lowest total {words['cost_word']}, "
                     "and what is that cost?")
         if "uncovered_penalty" in data:
-            intro += (f" Some {edge}s may be left uncovered instead, at a penalty in {money}"
+            intro += (f" Some {plural(edge)} may be left uncovered instead, at a penalty in {money}"
                       + (": " + "; ".join(f"{a} to {b} for {fmt(p)}" for a, b, p in data["uncovered_penalty"])
                          if representation != "file" else "") + ".")
-            question = (f"Which {node}s should be chosen, and which {edge}s left uncovered, to minimize the total "
+            question = (f"Which {plural(node)} should be chosen, and which {plural(edge)} left uncovered, to minimize the total "
                         f"{words['cost_word']} plus penalties, and what is that total?")
         edges = "; ".join(f"{a} to {b}" for a, b in data["edges"])
         if representation == "text":
             costs = "; ".join(f"{n} costs {fmt(data['cost'][n])} {money}" for n in data["nodes"])
-            return f"{intro} The {edge}s run {edges}. The {words['cost_word']} per {node}: {costs}. {question}"
+            return f"{intro} The {plural(edge)} run {edges}. The {words['cost_word']} per {node}: {costs}. {question}"
         if representation == "table":
             table = markdown_table([node, f"{words['cost_word']} ({money})"],
                                    [[n, data["cost"][n]] for n in data["nodes"]])
-            return f"{intro} The {edge}s run {edges}.\n\n{table}\n\n{question}"
+            return f"{intro} The {plural(edge)} run {edges}.\n\n{table}\n\n{question}"
         if representation == "file":
             fields = {key: meaning for key, meaning in self.data_fields.items()
                       if key in data or "(only when" not in meaning}

@@ -19,6 +19,7 @@ from data_synth.family import (
     describe_data_file,
     fmt,
     markdown_table,
+    plural,
     size_for,
 )
 from data_synth.statements import Phrasing
@@ -322,11 +323,11 @@ model.min_staff = pyo.Constraint(months, rule=lambda model, m: model.staff[m] >=
     def render_statement(self, data: dict, scenario: Scenario, representation: str) -> str:
         words = scenario.words
         worker, money, months = words["worker"], words["money"], data["months"]
-        intro = (f"{words['intro']} It employs {fmt(data['initial_staff'])} {worker}s today. Staff can be hired or "
+        intro = (f"{words['intro']} It employs {fmt(data['initial_staff'])} {plural(worker)} today. Staff can be hired or "
                  f"let go at the start of each month, at most {fmt(data['max_hires'])} hires in any month. Each "
                  f"{worker} works {fmt(data['hours_per_worker'])} hours a month and is paid {fmt(data['wage'])} "
                  f"{money} a month; hiring one costs {fmt(data['hire_cost'])} {money} and letting one go costs "
-                 f"{fmt(data['release_cost'])} {money}. Every month, the {worker}s on staff must provide at least "
+                 f"{fmt(data['release_cost'])} {money}. Every month, the {plural(worker)} on staff must provide at least "
                  "the hours required.")
         rules = []
         if "overtime_cost" in data:
@@ -335,10 +336,10 @@ model.min_staff = pyo.Constraint(months, rule=lambda model, m: model.staff[m] >=
         if "max_releases" in data:
             rules.append(f"A labour agreement allows at most {fmt(data['max_releases'])} separations in any month.")
         if "min_staff" in data:
-            rules.append(f"At least {fmt(data['min_staff'])} {worker}s must be on staff in every month.")
+            rules.append(f"At least {fmt(data['min_staff'])} {plural(worker)} must be on staff in every month.")
         if rules:
             intro += " " + " ".join(rules)
-        question = (f"How many {worker}s should be hired and let go each month to cover the work at the lowest "
+        question = (f"How many {plural(worker)} should be hired and let go each month to cover the work at the lowest "
                     "total cost of wages, hiring and separations, and what is that cost? Headcounts are whole "
                     "numbers.")
         if representation == "text":
@@ -350,14 +351,14 @@ model.min_staff = pyo.Constraint(months, rule=lambda model, m: model.staff[m] >=
         if representation == "file":
             rules = (f"{words['intro']} Staff can be hired or let go at the start of each month, up to a monthly "
                      f"hiring limit. Every {worker} provides a fixed number of hours a month and earns a monthly "
-                     f"wage; hiring and letting go cost a fixed amount per {worker}. Every month, the {worker}s on "
+                     f"wage; hiring and letting go cost a fixed amount per {worker}. Every month, the {plural(worker)} on "
                      "staff must provide at least the hours required.")
             if "overtime_cost" in data:
                 rules += f" Each {worker} on staff can also work a limited number of overtime hours, at a cost per hour."
             if "max_releases" in data:
                 rules += " A labour agreement limits the separations in any month."
             if "min_staff" in data:
-                rules += f" A minimum number of {worker}s must be on staff in every month."
+                rules += f" A minimum number of {plural(worker)} must be on staff in every month."
             fields = {key: meaning for key, meaning in self.data_fields.items()
                       if key in data or "(only when" not in meaning}
             return f"{rules}\n\n{describe_data_file(fields)}\n\n{question}"

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from data_synth.families import all_families
-from data_synth.family import DIFFICULTIES, DOMAINS, INDUSTRIAL, REPRESENTATIONS, MatrixModel, fmt
+from data_synth.family import DIFFICULTIES, DOMAINS, INDUSTRIAL, REPRESENTATIONS, MatrixModel, fmt, plural
 from data_synth.render import plain_sets, program_data, program_styles, render_program
 from data_synth.statements import SPLIT_NAMES, apply_skeleton, draw_skeleton, entity_names
 from data_synth.verify import verify_instance
@@ -170,13 +170,24 @@ def test_plain_sets_replaces_only_simple_sets():
     assert plain_sets("model.x = pyo.Var(range(3))\n") is None
 
 
+_MISSPELT_PLURAL = re.compile(r"\b\w+(?:chs|shs|xs|tress|pss)\b")  # "batchs", "thousand litress", "Gbpss"
+
+
 @pytest.mark.parametrize("name", FAMILIES)
 def test_family_scenarios_render(name):
     family = all_families()[name]
     for scenario in family.all_scenarios:
         data = family.sample(random.Random(7), "small", scenario)
         for representation in REPRESENTATIONS:
-            assert family.render_statement(data, scenario, representation)
+            text = family.render_statement(data, scenario, representation)
+            assert text
+            prose = re.sub(r"`[^`]*`|```.*?```", "", text, flags=re.DOTALL)  # not keys or code
+            assert not _MISSPELT_PLURAL.findall(prose), (scenario.key, representation, _MISSPELT_PLURAL.findall(prose))
+
+
+def test_plural_of_units():
+    assert [plural(u) for u in ("batch", "tonne", "box", "ULD", "thousand litres", "Gbps", "battery", "day")] == [
+        "batches", "tonnes", "boxes", "ULDs", "thousand litres", "Gbps", "batteries", "days"]
 
 
 @pytest.mark.parametrize("name", FAMILIES)
