@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 from collections.abc import Iterator
 
 import torch
@@ -434,22 +433,20 @@ class OpaqueContext:
         return getattr(object.__getattribute__(self, "_context"), name)
 
 
-def _call_with_opaque_context(self, *args, **kwargs):
-    args = tuple(
-        OpaqueContext(a) if dataclasses.is_dataclass(a) and not isinstance(a, type) else a for a in args
-    )
-    return nn.Module.__call__(self, *args, **kwargs)
+class _ContextShielded:
+    """A block that wraps its dataclass arguments in OpaqueContext before any hook (FSDP's) sees them."""
 
-
-@functools.cache
-def _shielded_class(block_class: type) -> type:
-    return type(f"ContextShielded{block_class.__name__}", (block_class,), {"__call__": _call_with_opaque_context})
+    def __call__(self, *args, **kwargs):
+        args = tuple(
+            OpaqueContext(a) if dataclasses.is_dataclass(a) and not isinstance(a, type) else a for a in args
+        )
+        return super().__call__(*args, **kwargs)
 
 
 def shield_context(block: nn.Module) -> None:
     """Make `block` wrap dataclass arguments in OpaqueContext before any hook (FSDP's) sees them."""
-    if not isinstance(block, OpaqueContext) and "ContextShielded" not in type(block).__name__:
-        block.__class__ = _shielded_class(type(block))
+    if not isinstance(block, OpaqueContext | _ContextShielded):
+        block.__class__ = with_mixin(_ContextShielded, type(block))
 
 
 def apply_fsdp(
