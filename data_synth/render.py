@@ -338,10 +338,26 @@ def request_messages(statement: str, file_data: dict | None = None, answer_style
         raise ValueError(f"unknown library {library!r}; use {' or '.join(LIBRARIES)}")
     system, requests = ((GUROBIPY_SYSTEM_PROMPT, _GUROBIPY_REQUEST) if library == "gurobipy"
                         else (SYSTEM_PROMPT, _STYLE_REQUEST))
+    request = requests[answer_style]
+    if file_data is not None:
+        request += " " + keys_sentence(file_data)
     return [
         {"role": "system", "content": system},
-        {"role": "user", "content": f"{question_text(statement, file_data)}\n\n{requests[answer_style]}"},
+        {"role": "user", "content": f"{question_text(statement, file_data)}\n\n{request}"},
     ]
+
+
+def keys_sentence(file_data: dict) -> str:
+    """The request's last sentence when the data is a file: its top-level keys, in the file's order.
+
+    The statement describes the keys and the file is shown above, but hundreds of tokens before the
+    answer; a model with a short attention window (the demo's: 64 tokens) chooses the program's family
+    at its first lines, where it can still read this sentence. Without it the demo's tiny model took
+    most held-out items of one synth seed (seed 1) for knapsacks: 13.3% strict Pass@1 on 60 items,
+    50.0% with it. The keys are part of the data the user gives, the same in every split."""
+    names = [f"`{key}`" for key in file_data]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"`data.json` holds {listed}."
 
 
 def sft_sample(record: dict, answer_style: str) -> dict:

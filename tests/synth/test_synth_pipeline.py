@@ -221,3 +221,21 @@ def test_eval_synth_prompt_is_the_program_sft_prompt(reference):
         expected = sft_sample(records[item.id], "program")["messages"][:2]
         assert builder.messages(item) == expected, item.id
     assert any(records[item.id]["representation"] == "file" for item in benchmark.items)
+
+
+def test_a_file_request_ends_with_the_data_keys(reference):
+    # the sentence a short-window model still reads when it chooses the program (render.keys_sentence):
+    # every top-level key of the file, in the file's order, last in the user message; none without a file
+    from data_synth.render import request_messages
+
+    records = [r for p in (reference / "problems").glob("*.jsonl") for r in read_jsonl(p)]
+    files = [r for r in records if r["representation"] == "file"]
+    assert files
+    for record in files:
+        user = request_messages(record["statement"], record["data"], "program")[1]["content"]
+        last = user.rsplit("\n\n", 1)[1]
+        keys = list(record["data"])
+        listed = ", ".join(f"`{key}`" for key in keys[:-1]) + f" and `{keys[-1]}`"
+        assert last.endswith(f"last line. `data.json` holds {listed}."), (record["id"], last)
+    assert request_messages("Maximize x.", None, "program")[1]["content"].endswith("on its last line.")
+    assert request_messages("Q", {"n": 3}, "model")[1]["content"].endswith("`data.json` holds `n`.")
