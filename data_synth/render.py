@@ -2,7 +2,9 @@
 held-out benchmark item.
 
 A program is: imports, the data (read from `data.json` for the "file" representation, else a Python
-literal), the family's `model_code`, and a solve footer whose last printed line is
+literal), the family's `model_code` (its statements in the order `program_order.optional_groups_first`
+gives: the instance's optional constraint groups right after the sets and variables they use, before
+the objective and the core constraints), and a solve footer whose last printed line is
 `Optimal objective value: <repr(float)>` or `Status: infeasible`. A `ProgramStyle` writes that program in
 one of several shapes (index sets declared as `pyo.Set`s or plain Python lists; the model built at
 module level or by a `build_model(data)` function; the solve checked by its termination condition or
@@ -21,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from data_synth.family import ProblemFamily, Scenario, fmt
+from data_synth.program_order import optional_groups_first, optional_keys
 
 OBJECTIVE_PREFIX = "Optimal objective value:"
 INFEASIBLE_LINE = "Status: infeasible"
@@ -167,11 +170,13 @@ def program_styles(family: ProblemFamily, data: dict | None = None,
 
 
 def _model_body(family: ProblemFamily, data: dict, style: ProgramStyle) -> str:
-    code = family.model_code_for(data).strip() + "\n"
+    keys = optional_keys(family, data)
+    code = optional_groups_first(family.model_code_for(data).strip() + "\n", keys)
     if style.library == "gurobipy":
         code = family.gurobipy_code_for(data).strip() + "\n"
         if not code.strip():
             raise ValueError(f"{family.name} gives no gurobipy model, so it has no gurobipy style")
+        code = optional_groups_first(code, keys)
     elif style.library != "pyomo":
         raise ValueError(f"unknown library {style.library!r}; use {' or '.join(LIBRARIES)}")
     elif style.sets == "plain":
@@ -351,10 +356,12 @@ def keys_sentence(file_data: dict) -> str:
     """The request's last sentence when the data is a file: its top-level keys, in the file's order.
 
     The statement describes the keys and the file is shown above, but hundreds of tokens before the
-    answer; a model with a short attention window (the demo's: 64 tokens) chooses the program's family
-    at its first lines, where it can still read this sentence. Without it the demo's tiny model took
-    most held-out items of one synth seed (seed 1) for knapsacks: 13.3% strict Pass@1 on 60 items,
-    50.0% with it. The keys are part of the data the user gives, the same in every split."""
+    answer; a model with a short attention window (the demo's: 128 tokens) chooses the program's family
+    at its first lines, and which optional constraint groups to write right after the variables (see
+    `program_order`), where it can still read this sentence. Without it the demo's tiny model (then with
+    a 64-token window) took most held-out items of one synth seed (seed 1) for knapsacks: 13.3% strict
+    Pass@1 on 60 items, 50.0% with it. The keys are part of the data the user gives, the same in every
+    split."""
     names = [f"`{key}`" for key in file_data]
     listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
     return f"`data.json` holds {listed}."
