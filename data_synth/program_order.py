@@ -44,14 +44,10 @@ def _names(node: ast.AST) -> tuple[set[str], set[str], set[str]]:
     `model.X` (attributes of a plain name); uses inside function bodies and lambdas count (an
     over-approximation, which only keeps statements where they are)."""
     defined: set[str] = set()
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if isinstance(node, ast.FunctionDef):
         defined.add(node.name)
-    targets = []
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-        targets = [node.target]
-    pending = list(targets)
+    pending = list(node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign)
+                   else [])
     while pending:
         target = pending.pop()
         if isinstance(target, ast.Name):
@@ -78,10 +74,7 @@ def _names(node: ast.AST) -> tuple[set[str], set[str], set[str]]:
               and isinstance(part.func.value, ast.Name) and part.func.value.id == "data" and part.args
               and isinstance(part.args[0], ast.Constant) and isinstance(part.args[0].value, str)):
             keys.add(part.args[0].value)
-    # an augmented assignment (`model.obj.expr += ...`, `x += 1`) also reads what it writes
-    if isinstance(node, ast.AugAssign):
-        used |= defined
-    return defined, used - (defined if isinstance(node, ast.Assign) else set()), keys
+    return defined, used - defined, keys
 
 
 def optional_groups_first(code: str, keys: set[str]) -> str:
@@ -95,7 +88,11 @@ def optional_groups_first(code: str, keys: set[str]) -> str:
         return code
     lines = code.splitlines(keepends=True)
     statements = tree.body
-    if len(statements) < 2:
+    # only assignments, function definitions and expression statements (method calls such as
+    # `m.addConstrs(...)`, whose order among themselves does not change the model) move; anything else
+    # (a loop, an `if`, an augmented assignment, an import) pins the order and nothing moves
+    if len(statements) < 2 or not all(isinstance(statement, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.Expr))
+                                      for statement in statements):
         return code
     # each statement's text: from the end of the previous statement (its comments and blank lines) to its end
     chunks, start = [], 0
@@ -113,13 +110,6 @@ def optional_groups_first(code: str, keys: set[str]) -> str:
             if name in definitions:
                 return code  # a name bound twice: moving statements could change which binding a use sees
             definitions[name] = index
-    # a statement that changes an object in place (a method call such as `m.addConstrs(...)`) defines
-    # nothing but must keep its place relative to every statement that touches the same object: only
-    # plain assignments, function definitions and expression statements that call a method of the
-    # model move; anything else (loops, `if`, `del`, imports) pins the order and nothing moves
-    for statement in statements:
-        if not isinstance(statement, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.Expr)):
-            return code
     needs = [{definitions[name] for name in used if name in definitions and definitions[name] < index}
              for index, (_, used, _) in enumerate(facts)]
     if any(name in definitions and definitions[name] > index

@@ -170,21 +170,21 @@ def program_styles(family: ProblemFamily, data: dict | None = None,
 
 
 def _model_body(family: ProblemFamily, data: dict, style: ProgramStyle) -> str:
-    keys = optional_keys(family, data)
-    code = optional_groups_first(family.model_code_for(data).strip() + "\n", keys)
     if style.library == "gurobipy":
-        code = family.gurobipy_code_for(data).strip() + "\n"
-        if not code.strip():
+        source = family.gurobipy_code_for(data)
+        if not source.strip():
             raise ValueError(f"{family.name} gives no gurobipy model, so it has no gurobipy style")
-        code = optional_groups_first(code, keys)
-    elif style.library != "pyomo":
+    elif style.library == "pyomo":
+        source = family.model_code_for(data)
+    else:
         raise ValueError(f"unknown library {style.library!r}; use {' or '.join(LIBRARIES)}")
-    elif style.sets == "plain":
+    code = optional_groups_first(source.strip() + "\n", optional_keys(family, data))
+    if style.library == "pyomo" and style.sets == "plain":
         plain = plain_sets(code)
         if plain is None:
             raise ValueError(f"{family.name} declares no pyo.Set, so it has no plain-sets style")
         code = plain
-    elif style.sets != "indexed":
+    elif style.library == "pyomo" and style.sets != "indexed":
         raise ValueError(f"unknown sets style {style.sets!r}; use indexed or plain")
     if style.builder == "function":
         body = "".join(f"    {line}" if line.strip() else line for line in code.strip().splitlines(keepends=True))
